@@ -1,0 +1,5 @@
+"""HotMem evaluation toolkit."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,7 @@
+"""HotMem: a local-first memory store for software agents."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]
