@@ -1,0 +1,244 @@
+"""The ``hotmem`` command line: add, import, search and inspect a store.
+
+Exit codes: 0 success; 1 the store or an operation failed; 2 invalid input or usage.
+User mistakes print one line per problem on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from hotmem import __version__
+from hotmem.db import MemoryStore, open_store
+from hotmem.errors import HotmemError, StoreError, ValidationError
+from hotmem.models import memory_from_mapping
+from hotmem.search import MAX_LIMIT, search_memories
+
+__all__ = ["default_db_path", "main"]
+
+EXIT_OK, EXIT_FAILURE, EXIT_INVALID = 0, 1, 2
+
+
+class UserInputError(Exception):
+    """Invalid input from the command line or a file; every line is one problem."""
+
+
+def default_db_path(environ: os._Environ[str] | dict[str, str] = os.environ) -> Path:
+    """``$HOTMEM_HOME/hotmem.db``, with ``HOTMEM_HOME`` defaulting to ``~/.hotmem``."""
+    home = environ.get("HOTMEM_HOME") or str(Path("~/.hotmem").expanduser())
+    return Path(home) / "hotmem.db"
+
+
+def _open(args: argparse.Namespace) -> MemoryStore:
+    path = Path(args.db) if args.db else default_db_path()
+    if not args.db:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return open_store(path)
+
+
+def _print_json(payload: object) -> None:
+    print(json.dumps(payload, ensure_ascii=False, indent=2, sort_keys=True))
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        memory = store.add(
+            args.fact,
+            identifier=args.identifier,
+            importance=args.importance,
+            tags=args.tag,
+            memory_id=args.id,
+        )
+    if args.json:
+        _print_json(memory.to_dict())
+    else:
+        print(memory.memory_id)
+    return EXIT_OK
+
+
+def read_jsonl_memories(path: str) -> list[dict]:
+    """Read and validate a JSONL file of memories; raise UserInputError listing every problem."""
+    label = "<stdin>" if path == "-" else path
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise UserInputError(f"{label}: cannot read: {exc.strerror}") from None
+    records, problems = [], []
+    for number, raw in enumerate(data.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw.decode("utf-8"))
+            memory_from_mapping(record)
+        except UnicodeDecodeError as exc:
+            problems.append(f"{label}:{number}: not UTF-8 ({exc.reason} at byte {exc.start})")
+        except json.JSONDecodeError as exc:
+            problems.append(f"{label}:{number}: invalid JSON: {exc.msg} (column {exc.colno})")
+        except ValidationError as exc:
+            problems.append(f"{label}:{number}: {exc}")
+        else:
+            records.append(record)
+    if not records and not problems:
+        problems.append(f"{label}: no memories found (the file is empty)")
+    if problems:
+        raise UserInputError("\n".join(problems))
+    return records
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    records = read_jsonl_memories(args.file)
+    with _open(args) as store:
+        added = store.add_many(records)
+    print(f"imported {len(added)} memories")
+    return EXIT_OK
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        results = search_memories(store, args.query, identifier=args.identifier, limit=args.limit)
+    if args.json:
+        _print_json(
+            [
+                {
+                    "rank": r.rank,
+                    "memory_id": r.memory_id,
+                    "identifier": r.identifier,
+                    "fact": r.fact,
+                    "tags": list(r.tags),
+                    "importance": r.importance,
+                    "score": r.score,
+                    "components": {
+                        "cosine": r.components.cosine,
+                        "bm25_raw": r.components.bm25_raw,
+                        "bm25_normalised": r.components.bm25_normalised,
+                        "importance": r.components.importance,
+                    },
+                }
+                for r in results
+            ]
+        )
+        return EXIT_OK
+    if not results:
+        print("no results")
+    for r in results:
+        print(f"{r.rank}. [{r.score:.4f}] {r.memory_id} ({r.identifier}): {r.fact}")
+    return EXIT_OK
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        payload = {
+            "path": store.path,
+            "memories": store.count(),
+            "identifiers": store.identifiers(),
+        }
+    if args.json:
+        _print_json(payload)
+        return EXIT_OK
+    print(f"store: {payload['path']}")
+    print(f"memories: {payload['memories']}")
+    for identifier, count in payload["identifiers"].items():
+        print(f"  {identifier}: {count}")
+    return EXIT_OK
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        store.delete(args.memory_id)
+    print(f"deleted {args.memory_id}")
+    return EXIT_OK
+
+
+def _limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, found {text!r}") from None
+    if not 1 <= value <= MAX_LIMIT:
+        raise argparse.ArgumentTypeError(f"expected 1..{MAX_LIMIT}, found {value}")
+    return value
+
+
+def _configure_add(p: argparse.ArgumentParser) -> None:
+    p.add_argument("fact", help="the text of the memory")
+    p.add_argument("--identifier", required=True, help="organisation or project it belongs to")
+    p.add_argument("--importance", type=float, default=0.5, help="0..1 (default 0.5)")
+    p.add_argument("--tag", action="append", default=[], help="a tag (repeatable)")
+    p.add_argument("--id", help="memory_id (default: derived from the content)")
+    p.add_argument("--json", action="store_true", help="print the stored memory as JSON")
+
+
+def _configure_import(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="JSONL file of memories ('-' for stdin); all or nothing")
+
+
+def _configure_search(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query")
+    p.add_argument("--identifier", help="search only this identifier's memories")
+    p.add_argument("--limit", type=_limit, default=5, help="number of results (default 5)")
+    p.add_argument("--json", action="store_true", help="print results with score components")
+
+
+def _configure_stats(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true")
+
+
+def _configure_delete(p: argparse.ArgumentParser) -> None:
+    p.add_argument("memory_id")
+
+
+# name -> (help, configure, handler): the command registry.
+COMMANDS: dict[
+    str,
+    tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]],
+] = {
+    "add": ("add one memory", _configure_add, cmd_add),
+    "import": ("import memories from a JSONL file", _configure_import, cmd_import),
+    "search": ("search memories", _configure_search, cmd_search),
+    "stats": ("show what the store holds", _configure_stats, cmd_stats),
+    "delete": ("delete one memory", _configure_delete, cmd_delete),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hotmem", description="HotMem: a local-first memory store for software agents."
+    )
+    parser.add_argument("--version", action="version", version=f"hotmem {__version__}")
+    parser.add_argument(
+        "--db", help="store path (default: $HOTMEM_HOME/hotmem.db, HOTMEM_HOME=~/.hotmem)"
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (help_text, configure, handler) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        configure(command)
+        command.set_defaults(handler=handler)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except UserInputError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_INVALID
+    except ValidationError as exc:
+        print(f"hotmem: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except StoreError as exc:
+        print(f"hotmem: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except HotmemError as exc:
+        print(f"hotmem: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

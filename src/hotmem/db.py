@@ -1,0 +1,309 @@
+"""The HotMem store: a SQLite database of memories with their vectors and an FTS5 index."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from types import TracebackType
+
+from hotmem import schema
+from hotmem.embed import embed_bytes
+from hotmem.errors import DuplicateMemoryError, MemoryNotFoundError, StoreError, ValidationError
+from hotmem.models import (
+    Clock,
+    Memory,
+    format_timestamp,
+    make_memory,
+    memory_from_mapping,
+    parse_timestamp,
+    system_clock,
+)
+from hotmem.vectors import VectorIndex
+
+__all__ = ["MemoryStore", "open_store"]
+
+_SELECT_MEMORY = "SELECT memory_id, identifier, fact, importance, tags, created_at FROM memories"
+_INSERT_MEMORY = (
+    "INSERT INTO memories (memory_id, identifier, fact, importance, tags, created_at, embedding) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _row_to_memory(row: tuple) -> Memory:
+    return Memory(
+        memory_id=row[0],
+        identifier=row[1],
+        fact=row[2],
+        importance=row[3],
+        tags=tuple(json.loads(row[4])),
+        created_at=parse_timestamp(row[5]),
+    )
+
+
+def _memory_row(memory: Memory) -> tuple:
+    return (
+        memory.memory_id,
+        memory.identifier,
+        memory.fact,
+        memory.importance,
+        json.dumps(list(memory.tags), ensure_ascii=False),
+        format_timestamp(memory.created_at),
+        embed_bytes(memory.fact),
+    )
+
+
+def connect(path: str | os.PathLike[str]) -> sqlite3.Connection:
+    """Open a SQLite connection with HotMem's settings (autocommit; explicit transactions)."""
+    target = os.fspath(path)
+    if target != ":memory:":
+        parent = Path(target).resolve().parent
+        if not parent.is_dir():
+            raise StoreError(
+                f"cannot open store {target!r}: directory {str(parent)!r} does not exist"
+            )
+    try:
+        connection = sqlite3.connect(target, isolation_level=None)
+        connection.execute("PRAGMA synchronous = NORMAL")
+        connection.execute("PRAGMA foreign_keys = ON")
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open store {target!r}: {exc}") from None
+    return connection
+
+
+def initialise(connection: sqlite3.Connection, *, with_triggers: bool = True) -> None:
+    """Create HotMem's tables in an empty database (triggers may be added later)."""
+    connection.executescript(schema.CREATE_TABLES)
+    connection.executemany(
+        "INSERT INTO hotmem_meta (key, value) VALUES (?, ?)", sorted(schema.expected_meta().items())
+    )
+    if with_triggers:
+        connection.executescript(schema.CREATE_FTS_TRIGGERS)
+
+
+def _check_compatible(connection: sqlite3.Connection, target: str) -> None:
+    tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+    if not tables:
+        initialise(connection)
+        return
+    if "hotmem_meta" not in tables:
+        raise StoreError(f"{target!r} is a SQLite database but not a HotMem store")
+    meta = dict(connection.execute("SELECT key, value FROM hotmem_meta"))
+    for key, expected in schema.expected_meta().items():
+        if meta.get(key) != expected:
+            raise StoreError(
+                f"store {target!r} is incompatible: expected {key}={expected!r}, "
+                f"found {key}={meta.get(key)!r}"
+            )
+
+
+class MemoryStore:
+    """A HotMem store. Use :func:`open_store` to get one; it is a context manager."""
+
+    def __init__(self, path: str | os.PathLike[str], *, clock: Clock = system_clock) -> None:
+        self._path = os.fspath(path)
+        self._clock = clock
+        self._connection = connect(self._path)
+        self._index: VectorIndex | None = None
+        self._index_version: int | None = None
+        try:
+            _check_compatible(self._connection, self._path)
+        except sqlite3.DatabaseError as exc:
+            self._connection.close()
+            raise StoreError(f"cannot open store {self._path!r}: {exc}") from None
+        except StoreError:
+            self._connection.close()
+            raise
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        """The path this store was opened at (``":memory:"`` for an in-memory store)."""
+        return self._path
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The underlying SQLite connection (for read-only inspection)."""
+        return self._connection
+
+    def close(self) -> None:
+        """Close the database connection. The store cannot be used afterwards."""
+        self._connection.close()
+        self._index = None
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- writes --------------------------------------------------------------------------------
+    def add(
+        self,
+        fact: str,
+        *,
+        identifier: str,
+        importance: float = 0.5,
+        tags: Iterable[str] = (),
+        memory_id: str | None = None,
+        created_at: object = None,
+    ) -> Memory:
+        """Add one memory and return it as stored.
+
+        ``created_at`` defaults to the store's clock; ``memory_id`` to a derived id.
+
+        Raises:
+            ValidationError: a field is invalid.
+            DuplicateMemoryError: ``memory_id`` already exists.
+        """
+        memory = make_memory(
+            fact,
+            identifier=identifier,
+            importance=importance,
+            tags=tags,
+            memory_id=memory_id,
+            created_at=created_at,
+            clock=self._clock,
+        )
+        self._insert([memory])
+        return memory
+
+    def add_many(self, memories: Iterable[Memory | Mapping[str, object]]) -> list[Memory]:
+        """Add many memories in one transaction: all of them, or none.
+
+        Each item is a :class:`Memory` or a mapping with the fields of one.
+
+        Raises:
+            ValidationError: an item is invalid (its position is named); nothing is written.
+            DuplicateMemoryError: an id repeats or already exists; nothing is written.
+        """
+        validated: list[Memory] = []
+        for position, item in enumerate(memories):
+            try:
+                if isinstance(item, Memory):
+                    # Re-validate: a Memory can be built by hand with any values.
+                    item = memory_from_mapping(item.to_dict())
+                else:
+                    item = memory_from_mapping(item, clock=self._clock)
+            except ValidationError as exc:
+                raise type(exc)(f"memory #{position}: {exc}") from None
+            validated.append(item)
+        self._insert(validated)
+        return validated
+
+    def _insert(self, memories: list[Memory]) -> None:
+        seen: set[str] = set()
+        for memory in memories:
+            if memory.memory_id in seen:
+                raise DuplicateMemoryError(
+                    f"memory_id={memory.memory_id!r} appears more than once in one batch"
+                )
+            seen.add(memory.memory_id)
+        connection = self._connection
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            connection.executemany(_INSERT_MEMORY, map(_memory_row, memories))
+        except sqlite3.IntegrityError as exc:
+            connection.execute("ROLLBACK")
+            if "memories.memory_id" in str(exc):
+                existing = self._first_existing(memories)
+                raise DuplicateMemoryError(
+                    f"memory_id={existing!r} already exists in the store"
+                ) from None
+            raise ValidationError(f"memory rejected by the store: {exc}") from None
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+        self._index = None
+
+    def _first_existing(self, memories: list[Memory]) -> str | None:
+        for memory in memories:
+            if self._connection.execute(
+                "SELECT 1 FROM memories WHERE memory_id = ?", (memory.memory_id,)
+            ).fetchone():
+                return memory.memory_id
+        return None
+
+    def delete(self, memory_id: str) -> None:
+        """Delete one memory.
+
+        Raises:
+            MemoryNotFoundError: no memory has this id.
+        """
+        cursor = self._connection.execute("DELETE FROM memories WHERE memory_id = ?", (memory_id,))
+        if cursor.rowcount == 0:
+            raise MemoryNotFoundError(f"no memory with memory_id={memory_id!r}")
+        self._index = None
+
+    # -- reads ---------------------------------------------------------------------------------
+    def get(self, memory_id: str) -> Memory:
+        """Return the memory with this id.
+
+        Raises:
+            MemoryNotFoundError: no memory has this id.
+        """
+        row = self._connection.execute(
+            f"{_SELECT_MEMORY} WHERE memory_id = ?", (memory_id,)
+        ).fetchone()
+        if row is None:
+            raise MemoryNotFoundError(f"no memory with memory_id={memory_id!r}")
+        return _row_to_memory(row)
+
+    def count(self, identifier: str | None = None) -> int:
+        """Number of memories, in one identifier or in the whole store."""
+        if identifier is None:
+            return self._connection.execute("SELECT count(*) FROM memories").fetchone()[0]
+        return self._connection.execute(
+            "SELECT count(*) FROM memories WHERE identifier = ?", (identifier,)
+        ).fetchone()[0]
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def iter_memories(self, identifier: str | None = None) -> Iterator[Memory]:
+        """Iterate over memories ordered by ``memory_id`` (optionally one identifier's)."""
+        if identifier is None:
+            cursor = self._connection.execute(f"{_SELECT_MEMORY} ORDER BY memory_id")
+        else:
+            cursor = self._connection.execute(
+                f"{_SELECT_MEMORY} WHERE identifier = ? ORDER BY memory_id", (identifier,)
+            )
+        return map(_row_to_memory, cursor)
+
+    def __iter__(self) -> Iterator[Memory]:
+        return self.iter_memories()
+
+    def identifiers(self) -> dict[str, int]:
+        """Number of memories per identifier, ordered by identifier."""
+        return dict(
+            self._connection.execute(
+                "SELECT identifier, count(*) FROM memories GROUP BY identifier ORDER BY identifier"
+            )
+        )
+
+    def vector_index(self) -> VectorIndex:
+        """The in-memory vector index, reloaded when this or another connection wrote."""
+        version = self._connection.execute("PRAGMA data_version").fetchone()[0]
+        if self._index is None or version != self._index_version:
+            self._index = VectorIndex.load(self._connection)
+            self._index_version = version
+        return self._index
+
+
+def open_store(path: str | os.PathLike[str], *, clock: Clock = system_clock) -> MemoryStore:
+    """Open (creating if needed) the HotMem store at ``path``; ``":memory:"`` is allowed.
+
+    Only ``path`` is touched. ``clock`` supplies ``created_at`` for memories added without one.
+
+    Raises:
+        StoreError: the path cannot be opened or is not a compatible HotMem store.
+    """
+    return MemoryStore(path, clock=clock)

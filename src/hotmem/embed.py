@@ -1,0 +1,165 @@
+"""The ``hotmem-hash-v1`` embedder: deterministic character-trigram hash vectors.
+
+The exact rule is specified in ``docs/embedding.md`` so that another language can reproduce it:
+
+1. Normalise: Unicode NFKC, then ``str.casefold``; every character whose Unicode general
+   category does not start with ``L`` (letter), ``M`` (mark) or ``N`` (number) becomes a space;
+   runs of spaces collapse to one; leading and trailing spaces are removed.
+2. Pad with one space on each side and take every window of three characters (code points),
+   with repeats. Text that normalises to the empty string yields the zero vector.
+3. Hash each trigram's UTF-8 bytes with BLAKE2b (8-byte digest, no key), read the digest as a
+   little-endian unsigned 64-bit integer ``h``. Bucket ``h % 64``; sign ``+1`` when bit 6 of ``h``
+   is 0, else ``-1``. Add the sign to the bucket once per occurrence.
+4. L2-normalise in double precision, then round each component to IEEE-754 float32.
+   Stored little-endian (``<64f``, 256 bytes).
+
+These vectors are lexical fingerprints, not learned semantic embeddings: they are deterministic,
+portable and need no model, but they only see shared character sequences.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import struct
+import unicodedata
+from array import array
+from itertools import pairwise, repeat
+from operator import mul, sub, truediv
+
+__all__ = [
+    "DIMENSION",
+    "MODEL_NAME",
+    "VECTOR_BYTES",
+    "bucket_and_sign",
+    "embed",
+    "embed_bytes",
+    "normalise_text",
+    "pack_vector",
+    "trigrams",
+    "unpack_vector",
+]
+
+MODEL_NAME = "hotmem-hash-v1"
+DIMENSION = 64
+VECTOR_BYTES = DIMENSION * 4
+_PACK = struct.Struct(f"<{DIMENSION}f")
+_SIGN_BIT = 1 << 6
+
+
+class _SeparatorMap(dict[int, int]):
+    """``str.translate`` table: keeps letters, marks and numbers, maps the rest to a space.
+
+    Filled lazily so each code point's category is looked up once per process.
+    """
+
+    def __missing__(self, code_point: int) -> int:
+        keep = unicodedata.category(chr(code_point))[0] in "LMN"
+        # Mapping a code point to itself keeps it (None would delete it).
+        value = code_point if keep else 0x20
+        self[code_point] = value
+        return value
+
+
+_SEPARATORS = _SeparatorMap()
+
+
+class _SlotMap(dict[str, int]):
+    """trigram -> signed slot: ``bucket`` for sign +1, ``bucket + 64`` for sign -1.
+
+    Filled lazily (one BLAKE2b call per distinct trigram) and cleared when it grows past
+    ``_SLOT_CACHE_LIMIT`` entries, so a long-running process stays bounded.
+    """
+
+    def __missing__(self, trigram: str) -> int:
+        digest = hashlib.blake2b(trigram.encode("utf-8"), digest_size=8).digest()
+        h = int.from_bytes(digest, "little")
+        slot = h % DIMENSION + (DIMENSION if h & _SIGN_BIT else 0)
+        if len(self) >= _SLOT_CACHE_LIMIT:
+            self.clear()
+        self[trigram] = slot
+        return slot
+
+
+_SLOTS = _SlotMap()
+_SLOT_CACHE_LIMIT = 1 << 18
+_ZERO = (0.0,) * DIMENSION
+
+
+def normalise_text(text: str) -> str:
+    """Return ``text`` normalised as step 1 of the embedding rule describes."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(part for part in folded.translate(_SEPARATORS).split(" ") if part)
+
+
+def trigrams(text: str) -> list[str]:
+    """Return the character trigrams of ``text`` (after normalisation and padding), in order."""
+    normalised = normalise_text(text)
+    if not normalised:
+        return []
+    padded = f" {normalised} "
+    return [padded[i : i + 3] for i in range(len(padded) - 2)]
+
+
+def bucket_and_sign(trigram: str) -> tuple[int, int]:
+    """Return the bucket (0..63) and sign (+1 or -1) that ``trigram`` hashes to."""
+    slot = _SLOTS[trigram]
+    return (slot - DIMENSION, -1) if slot >= DIMENSION else (slot, 1)
+
+
+class _WordSlotMap(dict[str, tuple[int, ...]]):
+    """word -> signed slots of the trigrams of ``" word "``, filled lazily and bounded."""
+
+    def __missing__(self, word: str) -> tuple[int, ...]:
+        padded = f" {word} "
+        slots = tuple(_SLOTS[padded[i : i + 3]] for i in range(len(padded) - 2))
+        if len(self) >= _SLOT_CACHE_LIMIT:
+            self.clear()
+        self[word] = slots
+        return slots
+
+
+_WORD_SLOTS = _WordSlotMap()
+
+
+def embed(text: str) -> tuple[float, ...]:
+    """Embed ``text`` with ``hotmem-hash-v1``.
+
+    Returns:
+        64 floats, each exactly representable as float32, with L2 norm 1 (within float32
+        rounding), or 64 zeros when the text has no letters, marks or numbers.
+    """
+    normalised = normalise_text(text)
+    if not normalised:
+        return _ZERO
+    # The trigrams of " w1 w2 ... " are those of each " w " plus one "x y" per word boundary
+    # (last letter, space, first letter): word-level caching keeps slicing off the hot path.
+    words = normalised.split(" ")
+    signed = [0] * (2 * DIMENSION)
+    for word in words:
+        for slot in _WORD_SLOTS[word]:
+            signed[slot] += 1
+    for left, right in pairwise(words):
+        signed[_SLOTS[f"{left[-1]} {right[0]}"]] += 1
+    counts = list(map(sub, signed[:DIMENSION], signed[DIMENSION:]))
+    squared = sum(map(mul, counts, counts))
+    if not squared:
+        return _ZERO
+    norm = math.sqrt(squared)
+    # Round through float32 so the in-memory vector equals the stored one bit for bit.
+    return tuple(array("f", map(truediv, counts, repeat(norm))))
+
+
+def pack_vector(vector: tuple[float, ...] | list[float]) -> bytes:
+    """Pack a vector as 64 little-endian float32 values (256 bytes)."""
+    return _PACK.pack(*vector)
+
+
+def unpack_vector(blob: bytes) -> tuple[float, ...]:
+    """Unpack 256 bytes of little-endian float32 values into a tuple of floats."""
+    return _PACK.unpack(blob)
+
+
+def embed_bytes(text: str) -> bytes:
+    """Embed ``text`` and return the packed little-endian float32 vector."""
+    return pack_vector(embed(text))

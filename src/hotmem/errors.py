@@ -1,0 +1,72 @@
+"""HotMem's error hierarchy.
+
+::
+
+    HotmemError                      every error HotMem raises on purpose
+    ├── ValidationError (ValueError) a memory or argument is malformed
+    │   └── DuplicateMemoryError     a memory_id already exists
+    ├── MemoryNotFoundError (KeyError)
+    ├── StoreError                   the database cannot be opened or is not a HotMem store
+    └── SnapshotError                a snapshot package cannot be written, read or trusted
+        ├── VerificationError        verification found problems (carries the report)
+        └── HydrationError           the target cannot be hydrated (not empty, incompatible)
+
+Messages say what was expected and what was found.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DuplicateMemoryError",
+    "HotmemError",
+    "HydrationError",
+    "MemoryNotFoundError",
+    "SnapshotError",
+    "StoreError",
+    "ValidationError",
+    "VerificationError",
+]
+
+
+class HotmemError(Exception):
+    """Base class of every error HotMem raises on purpose."""
+
+
+class ValidationError(HotmemError, ValueError):
+    """A memory, query or argument is malformed; nothing was written."""
+
+
+class DuplicateMemoryError(ValidationError):
+    """A memory with this ``memory_id`` already exists; nothing was written."""
+
+
+class MemoryNotFoundError(HotmemError, KeyError):
+    """No memory has the requested ``memory_id``."""
+
+    def __str__(self) -> str:
+        # KeyError quotes its argument; a message reads better without the quotes.
+        return str(self.args[0]) if self.args else "memory not found"
+
+
+class StoreError(HotmemError):
+    """The database cannot be opened, or it is not a compatible HotMem store."""
+
+
+class SnapshotError(HotmemError):
+    """A snapshot package cannot be written, read or trusted."""
+
+
+class VerificationError(SnapshotError):
+    """Verification of a snapshot package found problems.
+
+    Attributes:
+        report: the full verification report, listing every problem.
+    """
+
+    def __init__(self, message: str, report: object) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class HydrationError(SnapshotError):
+    """A package cannot be hydrated into the target (not empty, or incompatible)."""
