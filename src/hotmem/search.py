@@ -44,7 +44,7 @@ class Weights:
 
 WEIGHTS = Weights()
 # Chosen from a measurement (docs/ranking.md, "Choosing the floor").
-MIN_SIMILARITY = 0.5
+MIN_SIMILARITY = 0.4
 MAX_LIMIT = 10_000
 
 

@@ -1,0 +1,147 @@
+"""The hotmem CLI: commands, exit codes and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hotmem.cli import default_db_path, main
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOTMEM_HOME", str(home))
+    return home
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_default_db_path() -> None:
+    assert default_db_path({"HOTMEM_HOME": "/x/y"}) == Path("/x/y/hotmem.db")
+    assert default_db_path({}) == Path("~/.hotmem/hotmem.db").expanduser()
+
+
+def test_add_search_stats_delete(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, "add", "Invoices need two approvals.", "--identifier", "acme", "--id", "m-1"
+    )
+    assert (code, out) == (0, "m-1\n")
+    assert (home / "hotmem.db").is_file()
+    code, out, _ = run(capsys, "search", "invoice approvals", "--json")
+    assert code == 0
+    [hit] = json.loads(out)
+    assert hit["memory_id"] == "m-1"
+    assert set(hit["components"]) == {"cosine", "bm25_raw", "bm25_normalised", "importance"}
+    code, out, _ = run(capsys, "search", "two approvals")
+    assert out.startswith("1. [")
+    assert "m-1 (acme): Invoices need two approvals." in out
+    code, out, _ = run(capsys, "search", "tungsten boiling point")
+    assert (code, out) == (0, "no results\n")
+    code, out, _ = run(capsys, "stats", "--json")
+    assert json.loads(out)["identifiers"] == {"acme": 1}
+    assert run(capsys, "delete", "m-1")[:2] == (0, "deleted m-1\n")
+
+
+def test_import_is_all_or_nothing_with_line_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(
+        b'{"fact": "ok", "identifier": "a"}\n'
+        b"\n"
+        b'{"fact": "", "identifier": "a"}\n'
+        b"not json\n"
+        b'{"fact": "x", "identifier": "a", "importance": 2}\n'
+        b'{"fact": "\xff", "identifier": "a"}\n'
+    )
+    code, _out, err = run(capsys, "--db", str(db), "import", str(bad))
+    assert code == 2
+    assert err.splitlines() == [
+        f"{bad}:3: fact must not be empty; found fact=''",
+        f"{bad}:4: invalid JSON: Expecting value (column 1)",
+        f"{bad}:5: importance must be in [0, 1]; found importance=2",
+        f"{bad}:6: not UTF-8 (invalid start byte at byte 10)",
+    ]
+    good = tmp_path / "good.jsonl"
+    good.write_text(
+        '{"fact": "one", "identifier": "a", "memory_id": "m-1"}\n'
+        '{"fact": "two", "identifier": "b", "tags": ["t"], "importance": 0.9}\n'
+    )
+    assert run(capsys, "--db", str(db), "import", str(good))[:2] == (0, "imported 2 memories\n")
+    code, _, err = run(capsys, "--db", str(db), "import", str(good))
+    assert code == 2
+    assert err == "hotmem: memory_id='m-1' already exists in the store\n"
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    assert (
+        run(capsys, "--db", str(db), "import", str(empty))[2]
+        == f"{empty}: no memories found (the file is empty)\n"
+    )
+    missing = tmp_path / "missing.jsonl"
+    assert (
+        run(capsys, "--db", str(db), "import", str(missing))[2]
+        == f"{missing}: cannot read: No such file or directory\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["add", "", "--identifier", "a"], 2, "hotmem: fact must not be empty; found fact=''\n"),
+        (
+            ["add", "x", "--identifier", "a", "--importance", "3"],
+            2,
+            "hotmem: importance must be in [0, 1]; found importance=3.0\n",
+        ),
+        (["delete", "nope"], 1, "hotmem: no memory with memory_id='nope'\n"),
+        (
+            ["--db", "/nonexistent-dir/x.db", "stats"],
+            1,
+            "hotmem: cannot open store '/nonexistent-dir/x.db': "
+            "directory '/nonexistent-dir' does not exist\n",
+        ),
+    ],
+)
+def test_user_mistakes_are_one_line(
+    home: Path, capsys: pytest.CaptureFixture[str], argv: list[str], code: int, message: str
+) -> None:
+    assert run(capsys, *argv)[0::2] == (code, message)
+
+
+def test_usage_errors_exit_2(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as raised:
+        main(["search", "x", "--limit", "0"])
+    assert raised.value.code == 2
+    assert "expected 1..10000, found 0" in capsys.readouterr().err
+
+
+def test_python_dash_m_runs_the_cli(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "hotmem", "--db", str(tmp_path / "s.db"), "stats"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 0
+    assert "memories: 0" in completed.stdout
+    broken = tmp_path / "broken.db"
+    broken.write_bytes(b"\x00" * 4096)
+    completed = subprocess.run(
+        [sys.executable, "-m", "hotmem", "--db", str(broken), "stats"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 1
+    assert "Traceback" not in completed.stderr
+    assert completed.stderr.startswith("hotmem: ")

@@ -1,0 +1,123 @@
+"""hotmem-hash-v1: normalisation, hashing rule and golden vectors."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import struct
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from hotmem.embed import (
+    DIMENSION,
+    MODEL_NAME,
+    VECTOR_BYTES,
+    bucket_and_sign,
+    embed,
+    embed_bytes,
+    normalise_text,
+    pack_vector,
+    trigrams,
+    unpack_vector,
+)
+
+
+def reference_embed(text: str) -> tuple[float, ...]:
+    """The rule of docs/embedding.md, written as plainly as possible."""
+    counts = [0] * DIMENSION
+    for gram in trigrams(text):
+        h = int.from_bytes(hashlib.blake2b(gram.encode("utf-8"), digest_size=8).digest(), "little")
+        counts[h % 64] += -1 if (h >> 6) & 1 else 1
+    norm = math.sqrt(sum(c * c for c in counts))
+    if norm == 0:
+        return (0.0,) * DIMENSION
+    return struct.unpack("<64f", struct.pack("<64f", *(c / norm for c in counts)))
+
+
+def test_model_constants() -> None:
+    assert (MODEL_NAME, DIMENSION, VECTOR_BYTES) == ("hotmem-hash-v1", 64, 256)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("hello", "hello"),
+        ("  Hello,\tWORLD!\n", "hello world"),
+        ("Straße", "strasse"),
+        ("ﬁle №5", "file no5"),  # NFKC expands the ligature and the numero sign
+        ("İstanbul", "i̇stanbul"),  # casefold keeps the combining dot (a mark)
+        ("東京 😀 タワー", "東京 タワー"),  # emoji is a symbol, not a letter
+        ("snake_case-and.dots", "snake case and dots"),
+        ("", ""),
+        ("?!  ...", ""),
+    ],
+)
+def test_normalise_text(text: str, expected: str) -> None:
+    assert normalise_text(text) == expected
+
+
+def test_trigrams_pad_with_spaces_and_keep_repeats() -> None:
+    assert trigrams("aaaa") == [" aa", "aaa", "aaa", "aa "]
+    assert trigrams("ab cd") == [" ab", "ab ", "b c", " cd", "cd "]
+    assert trigrams("a") == [" a "]
+    assert trigrams("") == []
+
+
+@pytest.mark.parametrize(
+    ("trigram", "bucket", "sign"),
+    [(" he", 47, 1), ("hel", 0, -1), ("ell", 60, 1), ("llo", 5, -1), ("lo ", 20, -1)],
+)
+def test_bucket_and_sign_golden(trigram: str, bucket: int, sign: int) -> None:
+    assert bucket_and_sign(trigram) == (bucket, sign)
+
+
+# Golden vectors: SHA-256 of the packed little-endian float32 vector, and its non-zero entries.
+GOLDEN = [
+    (
+        "hello",
+        "487b5daa66eb469e903b12096aeb2a52cfa298e27902300461e428e591250fc1",
+        {0: -1, 5: -1, 20: -1, 47: 1, 60: 1},
+    ),
+    (
+        "Hello, World!",
+        "06b9ce4e8e9952bd0f576bc748d354045c654844101180d3e7d4dbd0aa247a29",
+        {0: -1, 5: -1, 28: 1, 30: 1, 32: -1, 45: -1, 47: 1, 53: 1, 60: 1},
+    ),
+    (
+        "Straße 東京 😀",
+        "51676ec38a49891b0e520b506b385efb4ad63f06dde71cc4d5ff49f071c94832",
+        {1: -1, 5: 1, 12: -1, 29: 1, 35: -1, 36: 1, 41: 1, 49: -1, 55: 1, 63: 1},
+    ),
+    ("", "5341e6b2646979a70e57653007a1f310169421ec9bdd9f1a5648f75ade005af1", {}),
+]
+
+
+@pytest.mark.parametrize(("text", "sha256", "signs"), GOLDEN)
+def test_golden_vectors(text: str, sha256: str, signs: dict[int, int]) -> None:
+    vector = embed(text)
+    assert hashlib.sha256(embed_bytes(text)).hexdigest() == sha256
+    magnitude = struct.unpack("<f", struct.pack("<f", 1 / math.sqrt(len(signs))))[0] if signs else 0
+    assert vector == tuple(signs.get(i, 0) * magnitude for i in range(DIMENSION))
+
+
+def test_pack_round_trip_is_little_endian_float32() -> None:
+    vector = embed("Acme invoices")
+    blob = pack_vector(vector)
+    assert len(blob) == 256
+    assert blob == struct.pack("<64f", *vector)
+    assert unpack_vector(blob) == vector
+
+
+@given(st.text(max_size=200))
+@example("")
+@example(" ")
+@example("a")
+@example("aaaa aaaa")
+@example("😀😀😀")
+def test_embed_matches_the_documented_rule(text: str) -> None:
+    vector = embed(text)
+    assert vector == reference_embed(text)
+    norm = math.sqrt(sum(x * x for x in vector))
+    assert norm == 0.0 or abs(norm - 1.0) < 1e-6

@@ -1,0 +1,272 @@
+"""The store: add, add_many, get, delete, count, iterate, validation and atomicity."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
+
+import hotmem
+from hotmem import (
+    DuplicateMemoryError,
+    MemoryNotFoundError,
+    MemoryStore,
+    StoreError,
+    ValidationError,
+)
+
+
+def test_add_returns_the_stored_memory(store: MemoryStore) -> None:
+    memory = store.add(
+        "Acme invoices need two approvals.",
+        identifier="acme",
+        importance=0.75,
+        tags=["finance", "approval"],
+        memory_id="m-1",
+    )
+    assert memory == hotmem.Memory(
+        memory_id="m-1",
+        identifier="acme",
+        fact="Acme invoices need two approvals.",
+        importance=0.75,
+        tags=("finance", "approval"),
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    assert store.get("m-1") == memory
+    assert memory.to_dict()["created_at"] == "2026-01-01T00:00:00Z"
+
+
+def test_generated_ids_are_derived_from_content(store: MemoryStore) -> None:
+    first = store.add("A fact.", identifier="acme")
+    assert first.memory_id == "mem-" + first.memory_id[4:]
+    assert len(first.memory_id) == 24
+    with pytest.raises(DuplicateMemoryError, match="already exists"):
+        store.add("A fact.", identifier="acme")  # same content, same fixed clock
+    assert store.add("A fact.", identifier="beta").memory_id != first.memory_id
+
+
+def test_created_at_is_normalised_to_utc(store: MemoryStore) -> None:
+    memory = store.add("x", identifier="a", created_at="2025-06-01T12:30:00.250000+02:00")
+    assert memory.to_dict()["created_at"] == "2025-06-01T10:30:00.250000Z"
+    assert store.get(memory.memory_id).created_at == datetime(2025, 6, 1, 10, 30, 0, 250000, UTC)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"fact": ""}, "fact must not be empty; found fact=''"),
+        ({"fact": "   "}, "fact must not be empty"),
+        ({"fact": 3}, "fact must be a string; found int"),
+        ({"identifier": ""}, "identifier must not be empty"),
+        ({"identifier": None}, "identifier must be a string; found NoneType"),
+        ({"importance": 1.5}, r"importance must be in \[0, 1\]; found importance=1.5"),
+        ({"importance": -0.1}, r"importance must be in \[0, 1\]"),
+        ({"importance": float("nan")}, r"importance must be in \[0, 1\]"),
+        ({"importance": True}, "importance must be a number"),
+        ({"importance": "0.5"}, "importance must be a number"),
+        ({"tags": "finance"}, "tags must be a list of strings; found str"),
+        ({"tags": ["ok", 3]}, "every tag must be a non-empty string; found tag=3"),
+        ({"memory_id": ""}, "memory_id must not be empty"),
+        ({"memory_id": 7}, "memory_id must be a string; found int"),
+        ({"created_at": "yesterday"}, "created_at must be ISO-8601 text"),
+        ({"created_at": "2025-01-01T00:00:00"}, "created_at must carry a timezone"),
+    ],
+)
+def test_invalid_memories_are_refused(store: MemoryStore, fields: dict, message: str) -> None:
+    arguments = {"fact": "A fact.", "identifier": "acme", **fields}
+    fact = arguments.pop("fact")
+    with pytest.raises(ValidationError, match=message):
+        store.add(fact, **arguments)
+    assert store.count() == 0
+
+
+def test_boundaries_of_importance_are_accepted(store: MemoryStore) -> None:
+    assert store.add("low", identifier="a", importance=0).importance == 0.0
+    assert store.add("high", identifier="a", importance=1).importance == 1.0
+
+
+def test_add_many_is_all_or_nothing(store: MemoryStore) -> None:
+    store.add("existing", identifier="a", memory_id="m-0")
+    batch = [
+        {"memory_id": "m-1", "identifier": "a", "fact": "one"},
+        {"memory_id": "m-2", "identifier": "a", "fact": "two"},
+        {"memory_id": "m-0", "identifier": "a", "fact": "clashes with an existing id"},
+    ]
+    with pytest.raises(DuplicateMemoryError, match="memory_id='m-0' already exists"):
+        store.add_many(batch)
+    assert [m.memory_id for m in store] == ["m-0"]
+
+    with pytest.raises(ValidationError, match=r"memory #1: importance must be in \[0, 1\]"):
+        store.add_many(
+            [
+                {"memory_id": "m-1", "identifier": "a", "fact": "one"},
+                {"memory_id": "m-2", "identifier": "a", "fact": "two", "importance": 9},
+            ]
+        )
+    with pytest.raises(DuplicateMemoryError, match="appears more than once in one batch"):
+        store.add_many(
+            [
+                {"memory_id": "m-1", "identifier": "a", "fact": "one"},
+                {"memory_id": "m-1", "identifier": "a", "fact": "again"},
+            ]
+        )
+    with pytest.raises(ValidationError, match="unknown memory field"):
+        store.add_many([{"identifier": "a", "fact": "one", "namespace": "x"}])
+    assert store.count() == 1
+    fts_rows = store.connection.execute("SELECT count(*) FROM memories_fts_docsize").fetchone()[0]
+    assert fts_rows == 1
+
+
+def test_add_many_accepts_memories_and_mappings(store: MemoryStore) -> None:
+    memory = store.add("first", identifier="a", memory_id="m-1")
+    store.delete("m-1")
+    added = store.add_many([memory, {"memory_id": "m-2", "identifier": "b", "fact": "second"}])
+    assert [m.memory_id for m in added] == ["m-1", "m-2"]
+    assert store.count() == 2
+    assert store.count("a") == 1
+    assert store.identifiers() == {"a": 1, "b": 1}
+
+
+def test_get_and_delete_unknown_ids(store: MemoryStore) -> None:
+    with pytest.raises(MemoryNotFoundError, match="no memory with memory_id='nope'"):
+        store.get("nope")
+    with pytest.raises(MemoryNotFoundError):
+        store.delete("nope")
+
+
+def test_iteration_is_ordered_by_memory_id(store: MemoryStore) -> None:
+    for memory_id in ["m-3", "m-1", "m-2"]:
+        store.add(
+            f"fact {memory_id}", identifier="b" if memory_id == "m-2" else "a", memory_id=memory_id
+        )
+    assert [m.memory_id for m in store] == ["m-1", "m-2", "m-3"]
+    assert [m.memory_id for m in store.iter_memories("a")] == ["m-1", "m-3"]
+    assert len(store) == 3
+
+
+def test_fts_index_follows_inserts_updates_and_deletes(store: MemoryStore) -> None:
+    store.add("copper kettle", identifier="a", memory_id="m-1")
+    store.add("silver spoon", identifier="a", memory_id="m-2")
+
+    def matches(term: str) -> list[int]:
+        sql = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid"
+        return [row[0] for row in store.connection.execute(sql, (term,))]
+
+    assert matches("copper") == [1]
+    store.connection.execute("UPDATE memories SET fact = 'golden kettle' WHERE rowid = 1")
+    assert matches("copper") == []
+    assert matches("golden") == [1]
+    store.delete("m-1")
+    assert matches("golden") == []
+    store.connection.execute("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')")
+
+
+def test_open_store_on_disk_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    with hotmem.open_store(path) as store:
+        store.add("persisted", identifier="a", memory_id="m-1")
+    with hotmem.open_store(str(path)) as store:
+        assert store.get("m-1").fact == "persisted"
+        assert store.path == str(path)
+
+
+def test_open_store_refuses_foreign_and_missing_locations(tmp_path: Path) -> None:
+    foreign = tmp_path / "other.db"
+    connection = sqlite3.connect(foreign)
+    connection.execute("CREATE TABLE something (x)")
+    connection.close()
+    with pytest.raises(StoreError, match="is a SQLite database but not a HotMem store"):
+        hotmem.open_store(foreign)
+    with pytest.raises(StoreError, match="does not exist"):
+        hotmem.open_store(tmp_path / "missing" / "store.db")
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is not a database at all" * 100)
+    with pytest.raises(StoreError, match="cannot open store"):
+        hotmem.open_store(garbage)
+
+
+def test_open_store_refuses_another_embedding_model(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    hotmem.open_store(path).close()
+    connection = sqlite3.connect(path)
+    connection.execute("UPDATE hotmem_meta SET value = 'other-model' WHERE key = 'embedding_model'")
+    connection.commit()
+    connection.close()
+    with pytest.raises(StoreError, match="expected embedding_model='hotmem-hash-v1'"):
+        hotmem.open_store(path)
+
+
+def test_index_is_refreshed_after_another_connection_writes(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    with hotmem.open_store(path) as reader, hotmem.open_store(path) as writer:
+        writer.add("copper kettle", identifier="a", memory_id="m-1")
+        assert [r.memory_id for r in hotmem.search_memories(reader, "copper kettle")] == ["m-1"]
+        writer.add("copper kettle lid", identifier="a", memory_id="m-2")
+        found = [r.memory_id for r in hotmem.search_memories(reader, "copper kettle")]
+        assert sorted(found) == ["m-1", "m-2"]
+
+
+class StoreMachine(RuleBasedStateMachine):
+    """The store behaves like a dict of memory_id -> (identifier, fact)."""
+
+    ids = Bundle("ids")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store = hotmem.open_store(":memory:", clock=hotmem.fixed_clock("2026-01-01T00:00:00Z"))
+        self.model: dict[str, tuple[str, str]] = {}
+
+    @rule(
+        target=ids,
+        memory_id=st.text(alphabet="abcdef-", min_size=1, max_size=4).filter(str.strip),
+        identifier=st.sampled_from(["acme", "beta"]),
+        fact=st.text(min_size=1, max_size=20).filter(lambda t: t.strip() and "\x00" not in t),
+    )
+    def add(self, memory_id: str, identifier: str, fact: str) -> str:
+        if memory_id in self.model:
+            with pytest.raises(DuplicateMemoryError):
+                self.store.add(fact, identifier=identifier, memory_id=memory_id)
+        else:
+            self.store.add(fact, identifier=identifier, memory_id=memory_id)
+            self.model[memory_id] = (identifier, fact)
+        return memory_id
+
+    @rule(memory_id=consumes(ids))
+    def delete(self, memory_id: str) -> None:
+        if memory_id in self.model:
+            self.store.delete(memory_id)
+            del self.model[memory_id]
+        else:
+            with pytest.raises(MemoryNotFoundError):
+                self.store.delete(memory_id)
+
+    @rule(memory_id=ids)
+    def get(self, memory_id: str) -> None:
+        if memory_id in self.model:
+            memory = self.store.get(memory_id)
+            assert (memory.identifier, memory.fact) == self.model[memory_id]
+        else:
+            with pytest.raises(MemoryNotFoundError):
+                self.store.get(memory_id)
+
+    @invariant()
+    def counts_agree(self) -> None:
+        assert self.store.count() == len(self.model)
+        assert self.store.count("acme") == sum(1 for i, _ in self.model.values() if i == "acme")
+        assert [m.memory_id for m in self.store] == sorted(self.model)
+        fts_rows = self.store.connection.execute(
+            "SELECT count(*) FROM memories_fts_docsize"
+        ).fetchone()
+        assert fts_rows[0] == len(self.model)
+
+    def teardown(self) -> None:
+        self.store.close()
+
+
+TestStoreMachine = StoreMachine.TestCase
+TestStoreMachine.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
