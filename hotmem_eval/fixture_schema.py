@@ -1,0 +1,91 @@
+"""The retrieval fixture contract: categories, grades and the Arrow schemas of a loaded fixture.
+
+A fixture is two JSON Lines files. ``corpus.jsonl`` holds one memory a line and
+``queries.jsonl`` one evaluated query a line; ``benchmarks/retrieval/README.md`` describes every
+field. Loading turns them into four tables, each sorted by its ids so line order never matters:
+
+- ``corpus`` (``CORPUS_SCHEMA``): one row a memory, by ``memory_id``.
+- ``queries`` (``QUERIES_SCHEMA``): one row a query, by ``query_id``.
+- ``qrels`` (``QRELS_SCHEMA``): one row per (query, graded memory), by ``(query_id, memory_id)``.
+- ``groups`` (``GROUPS_SCHEMA``): per query, the near-duplicate group of every memory in one,
+  by ``(query_id, memory_id)``; ``group_id`` is the group's smallest ``memory_id``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import pyarrow as pa
+
+__all__ = [
+    "CATEGORIES",
+    "CORPUS_SCHEMA",
+    "DUPLICATE_CATEGORY",
+    "GROUPS_SCHEMA",
+    "MAX_GRADE",
+    "MIN_QUERIES_PER_CATEGORY",
+    "NEGATIVE_CATEGORY",
+    "QRELS_SCHEMA",
+    "QUERIES_SCHEMA",
+    "RELEVANT_GRADE",
+]
+
+#: The eight query categories, in report order. Every fixture has queries in each of them.
+CATEGORIES: Final[tuple[str, ...]] = (
+    "exact_lexical",
+    "semantic_paraphrase",
+    "identifier_or_entity_name",
+    "temporal_or_revision",
+    "near_duplicate_diversity",
+    "negative_or_no_answer",
+    "cross_project_isolation",
+    "snapshot_hydration_equivalence",
+)
+#: Queries with no answer in the corpus: their relevance object is empty.
+NEGATIVE_CATEGORY: Final = "negative_or_no_answer"
+#: Queries whose answers are near-duplicates that can crowd the top k.
+DUPLICATE_CATEGORY: Final = "near_duplicate_diversity"
+#: A category with fewer queries than this is refused: its metrics would be noise.
+MIN_QUERIES_PER_CATEGORY: Final = 5
+#: Grades run from 0 (irrelevant) to 3 (directly answers the query).
+MAX_GRADE: Final = 3
+#: A memory graded at least this counts as relevant for recall and reciprocal rank.
+RELEVANT_GRADE: Final = 2
+
+CORPUS_SCHEMA: Final = pa.schema(
+    [
+        pa.field("memory_id", pa.string(), nullable=False),
+        pa.field("identifier", pa.string(), nullable=False),
+        pa.field("fact", pa.string(), nullable=False),
+        pa.field("importance", pa.float64(), nullable=False),
+        pa.field("tags", pa.list_(pa.string()), nullable=False),
+        pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=True),
+        pa.field("namespace", pa.string(), nullable=True),
+        pa.field("duplicate_of", pa.string(), nullable=True),
+        pa.field("line", pa.int32(), nullable=False),
+    ]
+)
+QUERIES_SCHEMA: Final = pa.schema(
+    [
+        pa.field("query_id", pa.string(), nullable=False),
+        pa.field("category", pa.string(), nullable=False),
+        pa.field("query", pa.string(), nullable=False),
+        pa.field("identifier", pa.string(), nullable=True),
+        pa.field("notes", pa.string(), nullable=False),
+        pa.field("line", pa.int32(), nullable=False),
+    ]
+)
+QRELS_SCHEMA: Final = pa.schema(
+    [
+        pa.field("query_id", pa.string(), nullable=False),
+        pa.field("memory_id", pa.string(), nullable=False),
+        pa.field("grade", pa.int8(), nullable=False),
+    ]
+)
+GROUPS_SCHEMA: Final = pa.schema(
+    [
+        pa.field("query_id", pa.string(), nullable=False),
+        pa.field("memory_id", pa.string(), nullable=False),
+        pa.field("group_id", pa.string(), nullable=False),
+    ]
+)

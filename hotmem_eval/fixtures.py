@@ -1,0 +1,256 @@
+"""Load a retrieval fixture (``corpus.jsonl`` + ``queries.jsonl``) into sorted Arrow tables.
+
+``load_fixture`` reads both files, validates them (``fixture_validation``) and either raises
+one ``FixtureError`` listing every problem of both files, or returns a ``Fixture`` whose tables
+follow the schemas of ``fixture_schema``. Every table is sorted by its ids, so the order of
+the lines in a file never changes a result; only the ``line`` columns, kept for messages,
+record where a row came from.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from hotmem_eval.errors import FixtureError, Problem
+from hotmem_eval.fixture_schema import CORPUS_SCHEMA, GROUPS_SCHEMA, QRELS_SCHEMA, QUERIES_SCHEMA
+from hotmem_eval.fixture_validation import (
+    Record,
+    check_corpus,
+    check_queries,
+    parse_created_at,
+)
+
+__all__ = ["Fixture", "load_fixture"]
+
+_Object = Mapping[str, Any]
+_JSON_TYPES: Mapping[type, str] = {
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Fixture:
+    """A validated retrieval fixture.
+
+    Attributes:
+        corpus: one row a memory (``CORPUS_SCHEMA``), sorted by ``memory_id``.
+        queries: one row a query (``QUERIES_SCHEMA``), sorted by ``query_id``.
+        qrels: one row per graded (query, memory) pair, grade 0 included
+            (``QRELS_SCHEMA``), sorted by ``(query_id, memory_id)``.
+        groups: for every query, one row per memory in a near-duplicate group
+            (``GROUPS_SCHEMA``), sorted by ``(query_id, memory_id)``.
+        warnings: problems that did not refuse the fixture (unknown fields, an
+            identifier no memory has), in file and line order.
+        corpus_path: the corpus file it was read from.
+        queries_path: the queries file it was read from.
+    """
+
+    corpus: pa.Table = field(repr=False)
+    queries: pa.Table = field(repr=False)
+    qrels: pa.Table = field(repr=False)
+    groups: pa.Table = field(repr=False)
+    warnings: tuple[Problem, ...]
+    corpus_path: Path
+    queries_path: Path
+
+
+def load_fixture(
+    corpus_path: str | os.PathLike[str], queries_path: str | os.PathLike[str]
+) -> Fixture:
+    """Read, validate and tabulate a retrieval fixture.
+
+    Parameters:
+        corpus_path: JSON Lines file with one memory an object.
+        queries_path: JSON Lines file with one evaluated query an object.
+
+    Returns:
+        The fixture, its tables sorted by id and its warnings kept.
+
+    Raises:
+        FixtureError: at least one error in either file; ``problems`` lists every error and
+            warning of both files, each as ``path:line: reason``.
+    """
+    corpus_name, queries_name = os.fspath(corpus_path), os.fspath(queries_path)
+    corpus_records, corpus_read = _read_jsonl(corpus_name)
+    query_records, queries_read = _read_jsonl(queries_name)
+    problems = [
+        *_by_line(corpus_read + check_corpus(corpus_name, corpus_records)),
+        *_by_line(queries_read + check_queries(queries_name, query_records, corpus=corpus_records)),
+    ]
+    if any(problem.severity == "error" for problem in problems):
+        raise FixtureError(tuple(problems))
+    memories = sorted((record for _, record in corpus_records), key=lambda r: r["memory_id"])
+    queries = sorted((record for _, record in query_records), key=lambda r: r["query_id"])
+    corpus_lines = {record["memory_id"]: line for line, record in corpus_records}
+    query_lines = {record["query_id"]: line for line, record in query_records}
+    return Fixture(
+        corpus=_corpus_table(memories, corpus_lines),
+        queries=_queries_table(queries, query_lines),
+        qrels=_qrels_table(queries),
+        groups=_groups_table(memories, queries),
+        warnings=tuple(problems),
+        corpus_path=Path(corpus_name),
+        queries_path=Path(queries_name),
+    )
+
+
+def _read_jsonl(path: str) -> tuple[list[Record], list[Problem]]:
+    """Parse every non-blank line of a JSON Lines file; report each line that is not an object."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return [], [Problem(path, None, "expected a JSON Lines file, found no such file")]
+    except IsADirectoryError:
+        return [], [Problem(path, None, "expected a JSON Lines file, found a directory")]
+    except OSError as exc:
+        return [], [
+            Problem(path, None, f"expected a readable JSON Lines file, found {exc.strerror or exc}")
+        ]
+    records: list[Record] = []
+    problems: list[Problem] = []
+    # A UTF-8 byte-order mark is not content (editors on Windows add one).
+    data = data.removeprefix(codecs.BOM_UTF8)
+    for line, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            reason = (
+                f"expected UTF-8 text, found byte 0x{raw[exc.start]:02x} at column "
+                f"{exc.start + 1} ({exc.reason})"
+            )
+            problems.append(Problem(path, line, reason))
+            continue
+        if not text.strip():
+            continue
+        try:
+            value = json.loads(text, object_pairs_hook=_object_without_repeats)
+        except json.JSONDecodeError as exc:
+            problems.append(Problem(path, line, f"invalid JSON: {exc.msg} at column {exc.colno}"))
+            continue
+        except _RepeatedKeyError as exc:
+            problems.append(Problem(path, line, f"invalid JSON object: {exc}"))
+            continue
+        if isinstance(value, dict):
+            records.append((line, value))
+        else:
+            found = _JSON_TYPES.get(type(value), type(value).__name__)
+            problems.append(Problem(path, line, f"expected a JSON object, found {found}"))
+    if not records and not problems:
+        problems.append(Problem(path, None, "expected at least one JSON object, found no records"))
+    return records, problems
+
+
+class _RepeatedKeyError(ValueError):
+    """An object names a key twice; ``json`` would silently keep the last value."""
+
+
+def _object_without_repeats(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    result: dict[str, object] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _RepeatedKeyError(f"expected each key once, found {key!r} twice")
+        result[key] = value
+    return result
+
+
+def _corpus_table(memories: Sequence[_Object], lines: Mapping[str, int]) -> pa.Table:
+    def column(name: str) -> list[object]:
+        return [memory.get(name) for memory in memories]
+
+    created = [None if value is None else parse_created_at(value) for value in column("created_at")]
+    return pa.Table.from_pydict(
+        {
+            "memory_id": column("memory_id"),
+            "identifier": column("identifier"),
+            "fact": column("fact"),
+            "importance": [float(value) for value in column("importance")],
+            "tags": column("tags"),
+            "created_at": created,
+            "namespace": column("namespace"),
+            "duplicate_of": column("duplicate_of"),
+            "line": [lines[memory["memory_id"]] for memory in memories],
+        },
+        schema=CORPUS_SCHEMA,
+    )
+
+
+def _queries_table(queries: Sequence[_Object], lines: Mapping[str, int]) -> pa.Table:
+    return pa.Table.from_pydict(
+        {
+            name: [query.get(name) for query in queries]
+            for name in ("query_id", "category", "query", "identifier", "notes")
+        }
+        | {"line": [lines[query["query_id"]] for query in queries]},
+        schema=QUERIES_SCHEMA,
+    )
+
+
+def _qrels_table(queries: Sequence[_Object]) -> pa.Table:
+    rows = [
+        (query["query_id"], memory_id, grade)
+        for query in queries
+        for memory_id, grade in sorted(query["relevance"].items())
+    ]
+    return pa.Table.from_pylist(
+        [dict(zip(QRELS_SCHEMA.names, row, strict=True)) for row in rows], schema=QRELS_SCHEMA
+    )
+
+
+def _groups_table(memories: Sequence[_Object], queries: Sequence[_Object]) -> pa.Table:
+    shared = [
+        (memory["memory_id"], memory["duplicate_of"])
+        for memory in memories
+        if memory.get("duplicate_of") is not None
+    ]
+    rows = []
+    for query in queries:
+        own = [
+            (group[0], other) for group in query.get("duplicate_groups") or () for other in group
+        ]
+        for memory_id, group_id in sorted(_group_ids([*shared, *own]).items()):
+            rows.append(
+                {"query_id": query["query_id"], "memory_id": memory_id, "group_id": group_id}
+            )
+    return pa.Table.from_pylist(rows, schema=GROUPS_SCHEMA)
+
+
+def _group_ids(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Union-find over "is a near-duplicate of" pairs: each memory -> its group's smallest id.
+
+    Memories that pair only with themselves are left out, so a lone memory is in no group.
+    """
+    parent: dict[str, str] = {}
+
+    def root(node: str) -> str:
+        top = node
+        while parent.setdefault(top, top) != top:
+            top = parent[top]
+        while parent[node] != top:
+            parent[node], node = top, parent[node]
+        return top
+
+    for left, right in pairs:
+        low, high = sorted((root(left), root(right)))
+        # The smaller root always wins, so every root is the smallest id of its group.
+        parent[high] = low
+    groups = {node: root(node) for node in parent}
+    sizes = Counter(groups.values())
+    return {node: top for node, top in groups.items() if sizes[top] > 1}
+
+
+def _by_line(problems: list[Problem]) -> list[Problem]:
+    return sorted(problems, key=lambda p: (p.line is None, p.line or 0))
