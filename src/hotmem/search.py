@@ -146,7 +146,9 @@ def _lexical_scores(store: MemoryStore, query: str, identifier: str | None) -> d
     return {rowid: raw for rowid, raw in matches if position[rowid] in scope}
 
 
-def _check_arguments(query: object, identifier: object, limit: object) -> None:
+def _check_arguments(
+    query: object, identifier: object, limit: object, min_similarity: object
+) -> None:
     if not isinstance(query, str):
         raise ValidationError(f"query must be a string; found {type(query).__name__}")
     if identifier is not None and not isinstance(identifier, str):
@@ -155,10 +157,23 @@ def _check_arguments(query: object, identifier: object, limit: object) -> None:
         )
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise ValidationError(f"limit must be an integer in 1..{MAX_LIMIT}; found limit={limit!r}")
+    if (
+        isinstance(min_similarity, bool)
+        or not isinstance(min_similarity, int | float)
+        or not -1.0 <= min_similarity <= 1.0
+    ):
+        raise ValidationError(
+            f"min_similarity must be a number in [-1, 1]; found min_similarity={min_similarity!r}"
+        )
 
 
 def search_memories(
-    store: MemoryStore, query: str, *, identifier: str | None = None, limit: int = 5
+    store: MemoryStore,
+    query: str,
+    *,
+    identifier: str | None = None,
+    limit: int = 5,
+    min_similarity: float = MIN_SIMILARITY,
 ) -> list[SearchResult]:
     """Rank the memories of ``store`` for ``query``.
 
@@ -167,6 +182,9 @@ def search_memories(
         query: any text; it is never interpreted as FTS5 syntax.
         identifier: restrict both channels to this identifier's memories.
         limit: the number of results wanted, 1..10,000.
+        min_similarity: the relevance floor: a memory without a lexical match needs at least
+            this cosine. The default comes from a measurement (docs/ranking.md); change it
+            only from a measurement on your own corpus.
 
     Returns:
         At most ``limit`` results, best first; an empty list when nothing passes the floor.
@@ -174,7 +192,7 @@ def search_memories(
     Raises:
         ValidationError: an argument has the wrong type or ``limit`` is out of range.
     """
-    _check_arguments(query, identifier, limit)
+    _check_arguments(query, identifier, limit, min_similarity)
     index = store.vector_index()
     positions = index.scope(identifier)
     if not positions:
@@ -190,7 +208,7 @@ def search_memories(
     scored = [
         (-fuse(value, 0.0, importances[start + i]), memory_ids[start + i], start + i)
         for i, value in enumerate(cosines)
-        if value >= MIN_SIMILARITY and start + i not in lexical_positions
+        if value >= min_similarity and start + i not in lexical_positions
     ]
     scored.extend(
         (
@@ -250,7 +268,12 @@ def _materialise(store: MemoryStore, top: list) -> list[SearchResult]:
 
 
 def explain(
-    store: MemoryStore, query: str, memory_id: str, *, identifier: str | None = None
+    store: MemoryStore,
+    query: str,
+    memory_id: str,
+    *,
+    identifier: str | None = None,
+    min_similarity: float = MIN_SIMILARITY,
 ) -> Explanation:
     """Explain how ``memory_id`` fares for ``query``, with the same arithmetic as the ranking.
 
@@ -258,7 +281,7 @@ def explain(
         MemoryNotFoundError: no memory has this id.
         ValidationError: an argument has the wrong type.
     """
-    _check_arguments(query, identifier, 1)
+    _check_arguments(query, identifier, 1, min_similarity)
     row = store.connection.execute(
         "SELECT rowid, identifier, importance, embedding FROM memories WHERE memory_id = ?",
         (memory_id,),
@@ -281,5 +304,5 @@ def explain(
         in_scope=in_scope,
         components=components,
         score=fuse(components.cosine, components.bm25_normalised, importance),
-        passes_floor=in_scope and (raw is not None or components.cosine >= MIN_SIMILARITY),
+        passes_floor=in_scope and (raw is not None or components.cosine >= min_similarity),
     )
