@@ -26,6 +26,8 @@ from hotmem.vectors import VectorIndex
 __all__ = ["MemoryStore", "open_store"]
 
 _SELECT_MEMORY = "SELECT memory_id, identifier, fact, importance, tags, created_at FROM memories"
+# Batches at least this large index FTS in one statement (see schema.CREATE_INSERT_TRIGGER).
+_BULK_ROWS = 32
 _INSERT_MEMORY = (
     "INSERT INTO memories (memory_id, identifier, fact, importance, tags, created_at, embedding) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -49,7 +51,7 @@ def _memory_row(memory: Memory) -> tuple:
         memory.identifier,
         memory.fact,
         memory.importance,
-        json.dumps(list(memory.tags), ensure_ascii=False),
+        json.dumps(list(memory.tags), ensure_ascii=False) if memory.tags else "[]",
         format_timestamp(memory.created_at),
         embed_bytes(memory.fact),
     )
@@ -206,10 +208,19 @@ class MemoryStore:
                     f"memory_id={memory.memory_id!r} appears more than once in one batch"
                 )
             seen.add(memory.memory_id)
+        rows = list(map(_memory_row, memories))  # embed before taking the write lock
         connection = self._connection
         connection.execute("BEGIN IMMEDIATE")
         try:
-            connection.executemany(_INSERT_MEMORY, map(_memory_row, memories))
+            if len(rows) >= _BULK_ROWS:
+                last = connection.execute("SELECT coalesce(max(rowid), 0) FROM memories")
+                last_rowid = last.fetchone()[0]
+                connection.execute(schema.DROP_INSERT_TRIGGER)
+                connection.executemany(_INSERT_MEMORY, rows)
+                connection.execute(schema.INDEX_ROWS_AFTER, (last_rowid,))
+                connection.execute(schema.CREATE_INSERT_TRIGGER)
+            else:
+                connection.executemany(_INSERT_MEMORY, rows)
         except sqlite3.IntegrityError as exc:
             connection.execute("ROLLBACK")
             if "memories.memory_id" in str(exc):

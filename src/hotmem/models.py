@@ -72,9 +72,8 @@ def fixed_clock(moment: datetime | str) -> Clock:
 
 def format_timestamp(moment: datetime) -> str:
     """Canonical UTC text: ``YYYY-MM-DDTHH:MM:SSZ``, with ``.ffffff`` only when non-zero."""
-    moment = moment.astimezone(UTC)
-    pattern = "%Y-%m-%dT%H:%M:%S.%fZ" if moment.microsecond else "%Y-%m-%dT%H:%M:%SZ"
-    return moment.strftime(pattern)
+    # isoformat() omits the microseconds when they are zero, as the canonical form does.
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat() + "Z"
 
 
 def parse_timestamp(value: object, *, field: str = "created_at") -> datetime:

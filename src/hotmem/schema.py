@@ -7,7 +7,10 @@ from hotmem.fts import FTS_TOKENIZER
 
 __all__ = [
     "CREATE_FTS_TRIGGERS",
+    "CREATE_INSERT_TRIGGER",
     "CREATE_TABLES",
+    "DROP_INSERT_TRIGGER",
+    "INDEX_ROWS_AFTER",
     "SCHEMA_VERSION",
     "expected_meta",
 ]
@@ -42,11 +45,23 @@ CREATE VIRTUAL TABLE memories_fts USING fts5 (
 );
 """
 
-# Created after a bulk load (hydration rebuilds the index once instead of row by row).
-CREATE_FTS_TRIGGERS = """
+# Indexing one row per trigger call costs ~17 µs; one INSERT ... SELECT over a batch ~2 µs a
+# row. Bulk writes therefore drop this trigger inside their transaction, index the new rows in
+# one statement and recreate it before committing (DDL is transactional in SQLite).
+CREATE_INSERT_TRIGGER = """
 CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
     INSERT INTO memories_fts (rowid, fact) VALUES (new.rowid, new.fact);
-END;
+END
+"""
+DROP_INSERT_TRIGGER = "DROP TRIGGER memories_fts_insert"
+INDEX_ROWS_AFTER = (
+    "INSERT INTO memories_fts (rowid, fact) SELECT rowid, fact FROM memories WHERE rowid > ?"
+)
+
+# Created after a bulk load (hydration rebuilds the index once instead of row by row).
+CREATE_FTS_TRIGGERS = (
+    CREATE_INSERT_TRIGGER
+    + """;
 
 CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
     INSERT INTO memories_fts (memories_fts, rowid, fact) VALUES ('delete', old.rowid, old.fact);
@@ -57,6 +72,7 @@ CREATE TRIGGER memories_fts_update AFTER UPDATE OF fact ON memories BEGIN
     INSERT INTO memories_fts (rowid, fact) VALUES (new.rowid, new.fact);
 END;
 """
+)
 
 
 def expected_meta() -> dict[str, str]:

@@ -270,3 +270,38 @@ class StoreMachine(RuleBasedStateMachine):
 
 TestStoreMachine = StoreMachine.TestCase
 TestStoreMachine.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
+
+
+def _triggers(store: MemoryStore) -> list[str]:
+    sql = "SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name"
+    return [row[0] for row in store.connection.execute(sql)]
+
+
+def test_bulk_batches_index_fts_and_keep_the_trigger(store: MemoryStore) -> None:
+    triggers = _triggers(store)
+    assert triggers == ["memories_fts_delete", "memories_fts_insert", "memories_fts_update"]
+    store.add("copper kettle", identifier="a", memory_id="m-first")
+    batch = [
+        {"memory_id": f"m-{i:03d}", "identifier": "a", "fact": f"silver spoon {i}"}
+        for i in range(40)
+    ]
+    store.add_many(batch)
+    assert _triggers(store) == triggers
+    docs = store.connection.execute("SELECT count(*) FROM memories_fts_docsize").fetchone()[0]
+    assert docs == 41
+    store.connection.execute("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')")
+    matches = store.connection.execute(
+        "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'spoon'"
+    ).fetchone()[0]
+    assert matches == 40
+    # A failing bulk batch rolls back the rows, the index and the trigger drop alike.
+    clash = [*batch[:1], {"memory_id": "m-new", "identifier": "a", "fact": "x"}] * 20
+    clash = [{**row, "memory_id": f"m-new-{i}"} for i, row in enumerate(clash)] + [batch[0]]
+    with pytest.raises(DuplicateMemoryError, match="memory_id='m-000' already exists"):
+        store.add_many(clash)
+    assert _triggers(store) == triggers
+    assert store.count() == 41
+    store.connection.execute("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')")
+    store.add("one more spoon", identifier="a", memory_id="m-after")
+    docs = store.connection.execute("SELECT count(*) FROM memories_fts_docsize").fetchone()[0]
+    assert docs == 42
