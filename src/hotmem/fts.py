@@ -6,7 +6,8 @@ and every remaining term is written as a double-quoted FTS5 string joined with `
 strings are plain phrases to FTS5, so ``AND``, ``NEAR``, ``*``, ``^``, ``-``, ``col:value`` and
 parentheses in the input are inert, and a memory sharing any informative term is a candidate.
 
-The stopword rule is why "What is the boiling point of tungsten?" looks for ``boiling``,
+Contractions are split at the apostrophe by the tokenizer, so their pieces (``s`` of
+"Northwind's", ``t`` and ``don`` of "don't") are stopwords too. The stopword rule is why "What is the boiling point of tungsten?" looks for ``boiling``,
 ``point`` and ``tungsten`` only: words such as "what", "is" and "the" match half of any store
 and are no evidence of relevance.
 """
@@ -39,6 +40,7 @@ STOPWORDS = frozenset(
     that the their theirs them themselves then there these they this those through to too under
     until up upon us very was we were what whatever when where whether which while who whom
     whose why will with within without would yet you your yours yourself yourselves
+    s t d ll re ve don doesn didn isn aren wasn weren hasn haven hadn shouldn wouldn couldn
     """.split()
 )
 
