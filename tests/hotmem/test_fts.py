@@ -29,6 +29,7 @@ ESCAPING = [
     ("the and or not", [], None),
     ("Invoice invoice INVOICE", ["invoice"], '"invoice"'),
     ("snake_case", ["snake", "case"], None),
+    ("Northwind's terms? Don't!", ["northwind", "terms"], '"northwind" OR "terms"'),
 ]
 
 
