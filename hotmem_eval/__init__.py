@@ -1,5 +1,76 @@
-"""HotMem evaluation toolkit."""
+"""HotMem's evaluation toolkit: fixtures, metrics, the evaluator and its outputs.
+
+The public surface is ``__all__``; names load lazily (PEP 562) so that ``hotmem-eval`` starts
+without importing DuckDB, polars or pyarrow until a command needs them.
+
+    from hotmem_eval import load_fixture, per_query_metrics, aggregate_metrics
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import importlib
+from typing import Any
+
+# public name -> the module that owns it
+_OWNERS = {
+    "CATEGORIES": "hotmem_eval.fixture_schema",
+    "METRICS": "hotmem_eval.metric_registry",
+    "EvalError": "hotmem_eval.errors",
+    "EvalRun": "hotmem_eval.evaluate",
+    "Evidence": "hotmem_eval.decision",
+    "Fixture": "hotmem_eval.fixtures",
+    "FixtureError": "hotmem_eval.errors",
+    "Miss": "hotmem_eval.attribution",
+    "Problem": "hotmem_eval.errors",
+    "Recommendation": "hotmem_eval.decision",
+    "aggregate_metrics": "hotmem_eval.metrics",
+    "build_result": "hotmem_eval.result",
+    "compare": "hotmem_eval.baseline",
+    "evaluate": "hotmem_eval.evaluate",
+    "load_fixture": "hotmem_eval.fixtures",
+    "normalise": "hotmem_eval.baseline",
+    "per_query_metrics": "hotmem_eval.metrics",
+    "recommend": "hotmem_eval.decision",
+    "render_markdown": "hotmem_eval.report",
+    "run_query": "hotmem_eval.query",
+    "sql_metrics": "hotmem_eval.sqlfiles",
+    "write_exports": "hotmem_eval.outputs",
+}
+
+__all__ = [
+    "CATEGORIES",
+    "METRICS",
+    "EvalError",
+    "EvalRun",
+    "Evidence",
+    "Fixture",
+    "FixtureError",
+    "Miss",
+    "Problem",
+    "Recommendation",
+    "aggregate_metrics",
+    "build_result",
+    "compare",
+    "evaluate",
+    "load_fixture",
+    "normalise",
+    "per_query_metrics",
+    "recommend",
+    "render_markdown",
+    "run_query",
+    "sql_metrics",
+    "write_exports",
+]
+
+
+def __getattr__(name: str) -> Any:
+    owner = _OWNERS.get(name)
+    if owner is None:
+        raise AttributeError(f"module 'hotmem_eval' has no attribute {name!r}")
+    value = getattr(importlib.import_module(owner), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,249 @@
+"""The retrieval metrics, by name, in report order: each one's formula, scope and aggregation.
+
+A metric is a function over the per-query statistics frame built by ``hotmem_eval.metrics``
+(one row a query; columns in ``STATISTICS``). It returns polars expressions for its value and,
+where the value is a ratio of counts, its integer numerator and denominator. Its docstring is the
+formula; the ``@_metric`` decorator records in which queries it applies and how its per-query
+values are aggregated, and adds it to ``METRICS`` in definition order. That order is the metric
+order of every output, of ``sql/001_per_query_metrics.sql`` and of ``docs/metrics.md``.
+
+"Relevant" means graded ``RELEVANT_GRADE`` (2) or more; "graded" means graded 1 or more.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final, Literal
+
+import polars as pl
+
+from hotmem_eval.fixture_schema import DUPLICATE_CATEGORY, RELEVANT_GRADE
+
+__all__ = [
+    "APPLICABILITY",
+    "METRICS",
+    "OVERALL",
+    "STATISTICS",
+    "Aggregation",
+    "Applicability",
+    "Metric",
+    "MetricExprs",
+]
+
+#: Which queries a metric is defined on.
+Applicability = Literal["positive", "negative", "near_duplicate", "scoped"]
+#: ``macro``: the mean of the per-query values. ``pooled``: sum(numerator) / sum(denominator).
+Aggregation = Literal["macro", "pooled"]
+
+#: The category name of the row that aggregates every query. No query category may use it.
+OVERALL: Final = "overall"
+
+#: The per-query statistics every metric is computed from, with their meaning.
+STATISTICS: Final[dict[str, str]] = {
+    "relevant_total": f"memories graded >= {RELEVANT_GRADE} (retrieved or not)",
+    "graded_total": "memories graded >= 1 (retrieved or not)",
+    "relevant_at_1": "relevant memories in the top 1",
+    "relevant_at_k": "distinct relevant memories in the top k",
+    "first_relevant_rank": "rank of the first relevant memory in the top k, null if none",
+    "dcg": "sum over the top k of grade / log2(rank + 1), a repeated memory counted once",
+    "ideal_dcg": "the same sum over every graded memory sorted by grade descending, cut at k",
+    "filled_slots": "top-k slots holding a memory",
+    "duplicate_slots": "top-k slots whose near-duplicate group filled an earlier slot",
+    "leaked_slots": "top-k slots whose memory's identifier differs from the query's",
+}
+
+
+def _positive() -> pl.Expr:
+    return pl.col("relevant_total") > 0
+
+
+def _negative() -> pl.Expr:
+    return pl.col("graded_total") == 0
+
+
+def _near_duplicate() -> pl.Expr:
+    return pl.col("category") == DUPLICATE_CATEGORY
+
+
+def _scoped() -> pl.Expr:
+    return pl.col("identifier").is_not_null()
+
+
+#: For each applicability, the text the docs show and the polars predicate over statistics.
+APPLICABILITY: Final[dict[Applicability, tuple[str, Callable[[], pl.Expr]]]] = {
+    "positive": (f"queries with at least one memory graded >= {RELEVANT_GRADE}", _positive),
+    "negative": ("queries with no memory graded >= 1", _negative),
+    "near_duplicate": (f"queries of category {DUPLICATE_CATEGORY!r}", _near_duplicate),
+    "scoped": ("queries with a non-null identifier (scope)", _scoped),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class MetricExprs:
+    """A metric's per-query value, and its integer numerator/denominator (None if no ratio)."""
+
+    value: pl.Expr
+    numerator: pl.Expr | None = None
+    denominator: pl.Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One registered metric.
+
+    Attributes:
+        name: the canonical metric name (the ``metric`` column).
+        description: one line saying what it measures.
+        formula: the formula, as written in the defining function's docstring.
+        applies_to: the queries it is defined on; elsewhere its value is null.
+        aggregation: how a category's value is made from per-query values.
+        has_ratio: whether the metric carries an integer numerator and denominator.
+        exprs: builds the polars expressions over the statistics frame.
+    """
+
+    name: str
+    description: str
+    formula: str
+    applies_to: Applicability
+    aggregation: Aggregation
+    has_ratio: bool
+    exprs: Callable[[], MetricExprs]
+
+
+METRICS: Final[dict[str, Metric]] = {}
+
+
+def _metric(
+    *, applies_to: Applicability, aggregation: Aggregation = "macro"
+) -> Callable[[Callable[[], MetricExprs]], Callable[[], MetricExprs]]:
+    def register(build: Callable[[], MetricExprs]) -> Callable[[], MetricExprs]:
+        summary, _, formula = inspect.cleandoc(build.__doc__ or "").partition("\n")
+        METRICS[build.__name__] = Metric(
+            name=build.__name__,
+            description=summary.strip(),
+            formula=formula.strip(),
+            applies_to=applies_to,
+            aggregation=aggregation,
+            has_ratio=build().numerator is not None,
+            exprs=build,
+        )
+        return build
+
+    return register
+
+
+def _count(name: str) -> pl.Expr:
+    return pl.col(name).cast(pl.Int64)
+
+
+def _fraction(numerator: pl.Expr, denominator: pl.Expr) -> MetricExprs:
+    """numerator / denominator, null when the denominator is 0."""
+    value = pl.when(denominator > 0).then(numerator / denominator).cast(pl.Float64)
+    return MetricExprs(value=value, numerator=numerator, denominator=denominator)
+
+
+def _indicator(condition: pl.Expr) -> MetricExprs:
+    """1/1 when the condition holds, else 0/1."""
+    hit = condition.cast(pl.Int64)
+    return MetricExprs(value=hit.cast(pl.Float64), numerator=hit, denominator=pl.lit(1, pl.Int64))
+
+
+@_metric(applies_to="positive")
+def recall_at_1() -> MetricExprs:
+    """Share of the query's relevant memories found at rank 1.
+
+    recall@1 = |relevant in top 1| / |relevant|
+    """
+    return _fraction(_count("relevant_at_1"), _count("relevant_total"))
+
+
+@_metric(applies_to="positive")
+def recall_at_k() -> MetricExprs:
+    """Share of the query's relevant memories found in the top k (trec_eval ``recall``).
+
+    recall@k = |relevant in top k| / |relevant|
+    """
+    return _fraction(_count("relevant_at_k"), _count("relevant_total"))
+
+
+@_metric(applies_to="positive")
+def success_at_1() -> MetricExprs:
+    """Whether a relevant memory is at rank 1.
+
+    success@1 = 1 if |relevant in top 1| > 0 else 0
+    """
+    return _indicator(pl.col("relevant_at_1") > 0)
+
+
+@_metric(applies_to="positive")
+def success_at_k() -> MetricExprs:
+    """Whether any relevant memory is in the top k.
+
+    success@k = 1 if |relevant in top k| > 0 else 0
+    """
+    return _indicator(pl.col("relevant_at_k") > 0)
+
+
+@_metric(applies_to="positive")
+def mrr_at_k() -> MetricExprs:
+    """Reciprocal rank of the first relevant memory within the top k.
+
+    rr@k = 1 / rank of the first relevant memory if it is in the top k, else 0
+    """
+    rank = pl.col("first_relevant_rank")
+    return MetricExprs(value=pl.when(rank.is_not_null()).then(1.0 / rank).otherwise(0.0))
+
+
+@_metric(applies_to="positive")
+def ndcg_at_k() -> MetricExprs:
+    """Normalised discounted cumulative gain at k, linear gain (trec_eval ``ndcg_cut``).
+
+    DCG@k = sum over top-k slots i of grade_i / log2(rank_i + 1)
+    IDCG@k = the same sum over all graded memories sorted by grade descending, cut at k
+    nDCG@k = DCG@k / IDCG@k, and 0 when IDCG@k = 0
+    """
+    ideal = pl.col("ideal_dcg")
+    return MetricExprs(value=pl.when(ideal > 0).then(pl.col("dcg") / ideal).otherwise(0.0))
+
+
+@_metric(applies_to="negative")
+def negative_fpr_at_k() -> MetricExprs:
+    """Whether a query with no answer returned anything in the top k (false positive).
+
+    fpr@k = 1 if filled top-k slots > 0 else 0
+    """
+    return _indicator(pl.col("filled_slots") > 0)
+
+
+@_metric(applies_to="negative")
+def negative_returned_at_k() -> MetricExprs:
+    """Number of memories a query with no answer returned in the top k.
+
+    returned@k = filled top-k slots  (its category mean is the mean number returned)
+    """
+    filled = _count("filled_slots")
+    return MetricExprs(
+        value=filled.cast(pl.Float64), numerator=filled, denominator=pl.lit(1, pl.Int64)
+    )
+
+
+@_metric(applies_to="near_duplicate", aggregation="pooled")
+def duplicate_slot_rate_at_k() -> MetricExprs:
+    """Share of filled top-k slots spent on a near-duplicate of an earlier slot.
+
+    dup@k = |slots whose group already filled an earlier slot| / |filled slots|,
+            null when no slot is filled
+    """
+    return _fraction(_count("duplicate_slots"), _count("filled_slots"))
+
+
+@_metric(applies_to="scoped", aggregation="pooled")
+def scope_leak_rate_at_k() -> MetricExprs:
+    """Share of filled top-k slots holding a memory from outside the query's scope.
+
+    leak@k = |slots whose memory identifier != query identifier| / |filled slots|,
+             null when no slot is filled
+    """
+    return _fraction(_count("leaked_slots"), _count("filled_slots"))

@@ -1,0 +1,279 @@
+"""Per-query statistics and input checks: the lazy plans under ``hotmem_eval.metrics``.
+
+``statistics`` turns the four canonical input frames into one row per query holding the counts
+and gains of ``metric_registry.STATISTICS``; ``breaches`` checks the inputs' key and value rules
+in the same pass. Both are lazy: ``metrics.per_query_metrics`` collects them together, so the
+shared per-query aggregates are computed once.
+
+The per-query aggregates are order-free (counts, minima, distinct counts): an expression that
+runs group by group inside ``group_by().agg()`` (a window, a sort, ``is_first_distinct``) is
+slow with a hundred thousand groups. So a duplicate slot is counted as "slots minus distinct
+groups", and the one order-dependent quantity, DCG, is a running sum over the top k sorted by
+(query_id, rank), computed before the group-by.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from typing import Final
+
+import polars as pl
+import pyarrow as pa
+
+from hotmem_eval.errors import EvalError
+from hotmem_eval.fixture_schema import MAX_GRADE, RELEVANT_GRADE
+from hotmem_eval.metric_registry import OVERALL
+
+__all__ = [
+    "GROUPS_COLUMNS",
+    "QRELS_COLUMNS",
+    "QUERIES_COLUMNS",
+    "RESULTS_COLUMNS",
+    "FrameLike",
+    "breaches",
+    "canonical",
+    "raise_on_breach",
+    "statistics",
+]
+
+FrameLike = pl.DataFrame | pa.Table
+
+RESULTS_COLUMNS: Final[dict[str, pl.DataType]] = {
+    "query_id": pl.String(),
+    "rank": pl.Int32(),
+    "memory_id": pl.String(),
+    "identifier": pl.String(),
+}
+QRELS_COLUMNS: Final[dict[str, pl.DataType]] = {
+    "query_id": pl.String(),
+    "memory_id": pl.String(),
+    "grade": pl.Int8(),
+}
+QUERIES_COLUMNS: Final[dict[str, pl.DataType]] = {
+    "query_id": pl.String(),
+    "category": pl.String(),
+    "identifier": pl.String(),
+}
+GROUPS_COLUMNS: Final[dict[str, pl.DataType]] = {
+    "query_id": pl.String(),
+    "memory_id": pl.String(),
+    "group_id": pl.String(),
+}
+
+_QID = "query_id"
+_MID = "memory_id"
+
+
+def canonical(data: FrameLike, columns: Mapping[str, pl.DataType], name: str) -> pl.DataFrame:
+    """The canonical ``columns`` of ``data`` (a polars DataFrame or pyarrow Table), cast.
+
+    Raises:
+        EvalError: ``data`` is neither, misses a column, or a column does not cast.
+    """
+    if isinstance(data, pa.Table):
+        data = pl.from_arrow(data)
+    if not isinstance(data, pl.DataFrame):
+        raise EvalError(
+            f"expected {name} as a polars DataFrame or pyarrow Table, found {type(data).__name__}"
+        )
+    missing = [column for column in columns if column not in data.columns]
+    if missing:
+        raise EvalError(
+            f"expected {name} to have columns {list(columns)}, found {data.columns} "
+            f"(missing {missing})"
+        )
+    casts = {c: dtype for c, dtype in columns.items() if data.schema[c] != dtype}
+    if casts:
+        # Cast eagerly, so a column that does not cast is reported here and not mid-plan.
+        try:
+            data = data.with_columns(pl.col(c).cast(dtype) for c, dtype in casts.items())
+        except pl.exceptions.PolarsError as error:
+            expected = {c: str(dtype) for c, dtype in columns.items()}
+            found = {c: str(data.schema[c]) for c in columns}
+            raise EvalError(
+                f"expected {name} columns castable to {expected}, found {found}"
+            ) from error
+    return data.select(list(columns))
+
+
+def per_qrels(qrels: pl.LazyFrame) -> pl.LazyFrame:
+    """Per graded query: qrel rows, distinct memories, graded/relevant counts, IDCG inputs."""
+    grade = pl.col("grade")
+    return qrels.group_by(_QID).agg(
+        qrel_rows=pl.len(),
+        qrel_memories=pl.col(_MID).n_unique(),
+        grades_out_of_range=(~grade.is_between(0, MAX_GRADE)).sum(),
+        graded_total=(grade >= 1).sum(),
+        relevant_total=(grade >= RELEVANT_GRADE).sum(),
+        # How many memories are graded g or more, for each g: the ideal ranking fills its
+        # first positions with the highest grades, so these counts say where each grade sits.
+        **{f"at_least_{g}": (grade >= g).sum() for g in range(1, MAX_GRADE + 1)},
+    )
+
+
+def per_slots(
+    results: pl.LazyFrame,
+    qrels: pl.LazyFrame,
+    queries: pl.LazyFrame,
+    groups: pl.LazyFrame,
+    k: int,
+) -> pl.LazyFrame:
+    """Per query that returned something: counts and gains over its top-k slots."""
+    rank = pl.col("rank")
+    grade = pl.col("grade")
+    relevant = grade >= RELEVANT_GRADE
+    slots = (
+        results.filter(rank <= k)
+        .join(qrels.filter(grade >= 1), on=[_QID, _MID], how="left")
+        .join(groups, on=[_QID, _MID], how="left")
+        .join(queries.select(_QID, scope=pl.col("identifier")), on=_QID, how="left")
+        # DCG is accumulated in rank order, so it has the same bits whatever the input row
+        # order. (A sort then an order-free sum would not do: the optimiser drops that sort.)
+        .sort(_QID, "rank")
+        .with_columns(dcg=(grade.fill_null(0) / (rank + 1).log(2)).cum_sum().over(_QID))
+    )
+    return slots.group_by(_QID).agg(
+        filled_slots=pl.len(),
+        ranks_below_1=(rank < 1).sum(),
+        slot_ranks=rank.n_unique(),
+        slot_memories=pl.col(_MID).n_unique(),
+        relevant_at_1=(relevant & (rank == 1)).sum(),
+        relevant_at_k=relevant.sum(),
+        first_relevant_rank=rank.filter(relevant).min(),
+        # Gains are >= 0, so the running sum's maximum is its last value: the total.
+        dcg=pl.col("dcg").max(),
+        # Each group's first slot is not a duplicate, every later one is.
+        duplicate_slots=pl.len() - pl.coalesce("group_id", _MID).n_unique(),
+        leaked_slots=(
+            pl.col("scope").is_not_null() & pl.col("identifier").ne_missing(pl.col("scope"))
+        ).sum(),
+    )
+
+
+_COUNTS: Final = (
+    "graded_total",
+    "relevant_total",
+    *(f"at_least_{g}" for g in range(1, MAX_GRADE + 1)),
+    "filled_slots",
+    "relevant_at_1",
+    "relevant_at_k",
+    "duplicate_slots",
+    "leaked_slots",
+)
+
+
+def statistics(
+    queries: pl.LazyFrame, qrel_counts: pl.LazyFrame, slot_counts: pl.LazyFrame, depth: int
+) -> pl.LazyFrame:
+    """One row per query of ``queries``, sorted by ``query_id``, with every statistic.
+
+    ``depth`` is where the ideal ranking is cut: k, or less when no query can have k graded
+    memories (any bound on the graded count per query gives the same IDCG).
+    """
+    return (
+        queries.join(qrel_counts, on=_QID, how="left")
+        .join(slot_counts, on=_QID, how="left")
+        .with_columns(pl.col(_COUNTS).fill_null(0), dcg=pl.col("dcg").fill_null(0.0))
+        .with_columns(ideal_dcg=_ideal_dcg(depth))
+        .sort(_QID)
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _ideal_dcg(k: int) -> pl.Expr:
+    """IDCG@k from the ``at_least_{g}`` counts.
+
+    With c_g memories graded g or more, grade g fills ideal positions c_{g+1}+1 .. c_g, so
+    IDCG@k = sum over g of g * (D(min(c_g, k)) - D(min(c_{g+1}, k))), where
+    D(n) = sum over positions i in 1..n of 1 / log2(i + 1).
+    """
+    discount = [0.0]
+    for position in range(1, k + 1):
+        discount.append(discount[-1] + 1.0 / math.log2(position + 1))
+    table = pl.lit(pl.Series("discount", discount, pl.Float64))
+
+    def reached(grade: int) -> pl.Expr:
+        if grade > MAX_GRADE:
+            return pl.lit(0.0)
+        return table.gather(pl.col(f"at_least_{grade}").clip(upper_bound=k))
+
+    return pl.sum_horizontal(
+        grade * (reached(grade) - reached(grade + 1)) for grade in range(1, MAX_GRADE + 1)
+    )
+
+
+def breaches(
+    queries: pl.LazyFrame,
+    groups: pl.LazyFrame,
+    qrel_counts: pl.LazyFrame,
+    slot_counts: pl.LazyFrame,
+) -> pl.LazyFrame:
+    """One row: for each input rule, the count of breaches and the smallest query_id breaking it.
+
+    Rules are listed so that a broken key is reported before the counts it would distort.
+    """
+    known = queries.select(_QID)
+    category = pl.col("category")
+    every_row = pl.col(_QID).is_not_null()
+    # (rule, frame of per-query rows, predicate marking the rows that break the rule)
+    rules: list[tuple[str, pl.LazyFrame, pl.Expr]] = [
+        ("queries: query_id unique", queries, pl.col(_QID).is_duplicated()),
+        ("queries: category non-null", queries, category.is_null()),
+        (f"queries: no category named {OVERALL!r}", queries, category == OVERALL),
+        (f"qrels: grade in 0..{MAX_GRADE}", qrel_counts, pl.col("grades_out_of_range") > 0),
+        (
+            "qrels: (query_id, memory_id) unique",
+            qrel_counts,
+            pl.col("qrel_memories") != pl.col("qrel_rows"),
+        ),
+        (
+            "qrels: query_id present in queries",
+            qrel_counts.join(known, on=_QID, how="anti"),
+            every_row,
+        ),
+        (
+            "groups: (query_id, memory_id) unique",
+            groups.group_by(_QID).agg(rows=pl.len(), memories=pl.col(_MID).n_unique()),
+            pl.col("rows") != pl.col("memories"),
+        ),
+        ("results: rank >= 1", slot_counts, pl.col("ranks_below_1") > 0),
+        (
+            "results: (query_id, rank) unique in the top k",
+            slot_counts,
+            pl.col("slot_ranks") != pl.col("filled_slots"),
+        ),
+        (
+            "results: a memory at most once in a query's top k",
+            slot_counts,
+            pl.col("slot_memories") != pl.col("filled_slots"),
+        ),
+        (
+            "results: query_id present in queries",
+            slot_counts.join(known, on=_QID, how="anti"),
+            every_row,
+        ),
+    ]
+    # One select per distinct frame, so each is scanned once.
+    selections: dict[int, tuple[pl.LazyFrame, list[pl.Expr]]] = {}
+    for rule, frame, broken in rules:
+        _, exprs = selections.setdefault(id(frame), (frame, []))
+        exprs.append(broken.sum().alias(f"{rule}\0count"))
+        exprs.append(pl.col(_QID).filter(broken).min().alias(f"{rule}\0example"))
+    found = pl.concat(
+        [frame.select(exprs) for frame, exprs in selections.values()], how="horizontal"
+    )
+    return found.select(
+        f"{rule}\0{field}" for rule, _, _ in rules for field in ("count", "example")
+    )
+
+
+def raise_on_breach(found: pl.DataFrame) -> None:
+    """Raise EvalError for the first rule of a ``breaches`` row that has a breach."""
+    row = found.row(0, named=True)
+    for column, count in row.items():
+        rule, _, field = column.partition("\0")
+        if field == "count" and count:
+            example = row[f"{rule}\0example"]
+            raise EvalError(f"expected {rule}, found {count} breach(es), e.g. query_id={example!r}")

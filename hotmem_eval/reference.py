@@ -1,0 +1,244 @@
+"""A plain-Python reference of the metrics, written to be read, used only by the tests.
+
+Dicts and loops, one query at a time, straight from the definitions in ``docs/metrics.md``.
+The tests hold ``hotmem_eval.metrics`` (polars) and ``sql/00*.sql`` (DuckDB) to it.
+
+Inputs are rows (mappings with the canonical column names), assumed valid. Outputs are lists of
+dicts with the columns and order of ``metrics.per_query_metrics`` and ``aggregate_metrics``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["REFERENCE_METRICS", "aggregate_metrics", "per_query_metrics"]
+
+Row = Mapping[str, Any]
+
+RELEVANT = 2
+DUPLICATE_CATEGORY = "near_duplicate_diversity"
+OVERALL = "overall"
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """Everything the metrics need to know about one query."""
+
+    category: str
+    scope: str | None
+    grades: dict[str, int]  # memory_id -> grade, for grades >= 1
+    slots: list[tuple[int, str, str | None, str]]  # (rank, memory, identifier, group), by rank
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """One metric's per-query result; ``applicable`` False means the metric does not apply."""
+
+    applicable: bool
+    value: float | None = None
+    numerator: int | None = None
+    denominator: int | None = None
+
+
+def _relevant(query: Query) -> set[str]:
+    return {memory for memory, grade in query.grades.items() if grade >= RELEVANT}
+
+
+def _found(query: Query, depth: int) -> int:
+    relevant = _relevant(query)
+    return sum(1 for rank, memory, _, _ in query.slots if rank <= depth and memory in relevant)
+
+
+def _recall(depth: int | None) -> Callable[[Query, int], Value]:
+    def recall(query: Query, k: int) -> Value:
+        total = len(_relevant(query))
+        if total == 0:
+            return Value(applicable=False)
+        found = _found(query, depth or k)
+        return Value(True, found / total, found, total)
+
+    return recall
+
+
+def _success(depth: int | None) -> Callable[[Query, int], Value]:
+    def success(query: Query, k: int) -> Value:
+        if not _relevant(query):
+            return Value(applicable=False)
+        hit = 1 if _found(query, depth or k) > 0 else 0
+        return Value(True, float(hit), hit, 1)
+
+    return success
+
+
+def _mrr(query: Query, k: int) -> Value:
+    relevant = _relevant(query)
+    if not relevant:
+        return Value(applicable=False)
+    for rank, memory, _, _ in query.slots:
+        if memory in relevant:
+            return Value(True, 1.0 / rank)
+    return Value(True, 0.0)
+
+
+def _ndcg(query: Query, k: int) -> Value:
+    if not _relevant(query):
+        return Value(applicable=False)
+    dcg = 0.0
+    for rank, memory, _, _ in query.slots:
+        dcg += query.grades.get(memory, 0) / math.log2(rank + 1)
+    ideal_grades = sorted(query.grades.values(), reverse=True)[:k]
+    ideal = 0.0
+    for position, grade in enumerate(ideal_grades, start=1):
+        ideal += grade / math.log2(position + 1)
+    return Value(True, dcg / ideal if ideal > 0 else 0.0)
+
+
+def _negative_fpr(query: Query, k: int) -> Value:
+    if query.grades:
+        return Value(applicable=False)
+    returned = 1 if query.slots else 0
+    return Value(True, float(returned), returned, 1)
+
+
+def _negative_returned(query: Query, k: int) -> Value:
+    if query.grades:
+        return Value(applicable=False)
+    return Value(True, float(len(query.slots)), len(query.slots), 1)
+
+
+def _rate(count: int, filled: int) -> Value:
+    return Value(True, count / filled if filled else None, count, filled)
+
+
+def _duplicate_slot_rate(query: Query, k: int) -> Value:
+    if query.category != DUPLICATE_CATEGORY:
+        return Value(applicable=False)
+    seen: set[str] = set()
+    duplicates = 0
+    for _, _, _, group in query.slots:
+        if group in seen:
+            duplicates += 1
+        seen.add(group)
+    return _rate(duplicates, len(query.slots))
+
+
+def _scope_leak_rate(query: Query, k: int) -> Value:
+    if query.scope is None:
+        return Value(applicable=False)
+    leaks = sum(1 for _, _, identifier, _ in query.slots if identifier != query.scope)
+    return _rate(leaks, len(query.slots))
+
+
+#: Name -> function(query, k), in the same order as ``metric_registry.METRICS``.
+REFERENCE_METRICS: dict[str, Callable[[Query, int], Value]] = {
+    "recall_at_1": _recall(1),
+    "recall_at_k": _recall(None),
+    "success_at_1": _success(1),
+    "success_at_k": _success(None),
+    "mrr_at_k": _mrr,
+    "ndcg_at_k": _ndcg,
+    "negative_fpr_at_k": _negative_fpr,
+    "negative_returned_at_k": _negative_returned,
+    "duplicate_slot_rate_at_k": _duplicate_slot_rate,
+    "scope_leak_rate_at_k": _scope_leak_rate,
+}
+
+
+def _queries(
+    results: Iterable[Row],
+    qrels: Iterable[Row],
+    queries: Iterable[Row],
+    groups: Iterable[Row],
+    k: int,
+) -> dict[str, Query]:
+    group_of = {(row["query_id"], row["memory_id"]): row["group_id"] for row in groups}
+    grades: dict[str, dict[str, int]] = defaultdict(dict)
+    for row in qrels:
+        if row["grade"] >= 1:
+            grades[row["query_id"]][row["memory_id"]] = row["grade"]
+    slots: dict[str, list[tuple[int, str, str | None, str]]] = defaultdict(list)
+    for row in results:
+        if row["rank"] <= k:
+            key = (row["query_id"], row["memory_id"])
+            group = group_of.get(key, row["memory_id"])
+            slots[row["query_id"]].append((row["rank"], row["memory_id"], row["identifier"], group))
+    return {
+        row["query_id"]: Query(
+            category=row["category"],
+            scope=row["identifier"],
+            grades=grades[row["query_id"]],
+            slots=sorted(slots[row["query_id"]]),
+        )
+        for row in queries
+    }
+
+
+def per_query_metrics(
+    results: Iterable[Row],
+    qrels: Iterable[Row],
+    queries: Iterable[Row],
+    groups: Iterable[Row],
+    *,
+    k: int = 5,
+) -> list[dict[str, Any]]:
+    """One dict per (query, metric), sorted by query_id then metric order."""
+    rows = []
+    by_id = _queries(results, qrels, queries, groups, k)
+    for query_id in sorted(by_id):
+        query = by_id[query_id]
+        for name, metric in REFERENCE_METRICS.items():
+            result = metric(query, k)
+            rows.append(
+                {
+                    "query_id": query_id,
+                    "category": query.category,
+                    "metric": name,
+                    "value": result.value,
+                    "numerator": result.numerator,
+                    "denominator": result.denominator,
+                    "applicable": result.applicable,
+                }
+            )
+    return rows
+
+
+_POOLED = {"duplicate_slot_rate_at_k", "scope_leak_rate_at_k"}
+_NO_RATIO = {"mrr_at_k", "ndcg_at_k"}
+
+
+def aggregate_metrics(per_query: Iterable[Row]) -> list[dict[str, Any]]:
+    """One dict per (category, metric): "overall" first, then categories sorted."""
+    applicable: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    categories: set[str] = set()
+    for row in per_query:
+        categories.add(row["category"])
+        if row["applicable"]:
+            applicable[(row["category"], row["metric"])].append(row)
+            applicable[(OVERALL, row["metric"])].append(row)
+    out = []
+    for category in [OVERALL, *sorted(categories)]:
+        for metric in REFERENCE_METRICS:
+            rows = applicable[(category, metric)]
+            value = numerator = denominator = None
+            if rows and metric not in _NO_RATIO:
+                numerator = sum(row["numerator"] for row in rows)
+                denominator = sum(row["denominator"] for row in rows)
+            if rows and metric in _POOLED:
+                value = numerator / denominator if denominator else None
+            elif rows:
+                value = sum(row["value"] for row in rows) / len(rows)
+            out.append(
+                {
+                    "category": category,
+                    "metric": metric,
+                    "value": value,
+                    "numerator": numerator,
+                    "denominator": denominator,
+                    "query_count": len(rows),
+                }
+            )
+    return out

@@ -1,0 +1,190 @@
+-- name: per_query_metrics
+-- version: 1
+-- inputs: results(query_id, rank, memory_id, identifier), qrels(query_id, memory_id, grade), queries(query_id, category, identifier), groups(query_id, memory_id, group_id); variable k, set first with SET VARIABLE k = 5
+-- output: one row per (query_id, metric): query_id, category, metric, value, numerator, denominator, applicable; ordered by query_id, then metric in registry order
+--
+-- The SQL twin of hotmem_eval.metrics.per_query_metrics; docs/metrics.md has every formula.
+-- Relevant means grade >= 2, graded means grade >= 1. Only slots with rank <= k count.
+-- Inputs are assumed valid (the Python engine checks them): keys unique, one slot per rank,
+-- a memory at most once in a query's top k, every query_id present in queries.
+WITH
+
+params AS (
+    SELECT
+        CASE
+            WHEN getvariable('k') IS NULL THEN error('per_query_metrics needs the top-k: SET VARIABLE k = 5')
+            ELSE CAST(getvariable('k') AS BIGINT)
+        END AS k
+),
+
+graded AS (
+    SELECT query_id, memory_id, CAST(grade AS INTEGER) AS grade
+    FROM qrels
+    WHERE grade >= 1
+),
+
+qrel_counts AS (
+    SELECT
+        query_id,
+        count(*) AS graded_total,
+        count(*) FILTER (WHERE grade >= 2) AS relevant_total
+    FROM graded
+    GROUP BY query_id
+),
+
+-- The ideal ranking: every graded memory, highest grade first.
+ideal_positions AS (
+    SELECT
+        query_id,
+        grade,
+        row_number() OVER (PARTITION BY query_id ORDER BY grade DESC) AS position
+    FROM graded
+),
+
+ideal AS (
+    SELECT ideal_positions.query_id, sum(grade / log2(position + 1)) AS ideal_dcg
+    FROM ideal_positions
+    CROSS JOIN params
+    WHERE position <= params.k
+    GROUP BY ideal_positions.query_id
+),
+
+top_slots AS (
+    SELECT
+        results.query_id,
+        results.rank,
+        results.memory_id,
+        results.identifier,
+        coalesce(graded.grade, 0) AS grade,
+        coalesce(groups.group_id, results.memory_id) AS group_id,
+        queries.identifier AS scope
+    FROM results
+    CROSS JOIN params
+    LEFT JOIN graded
+        ON graded.query_id = results.query_id AND graded.memory_id = results.memory_id
+    LEFT JOIN groups
+        ON groups.query_id = results.query_id AND groups.memory_id = results.memory_id
+    LEFT JOIN queries
+        ON queries.query_id = results.query_id
+    WHERE results.rank <= params.k
+),
+
+slot_counts AS (
+    SELECT
+        query_id,
+        count(*) AS filled_slots,
+        count(*) FILTER (WHERE grade >= 2 AND rank = 1) AS relevant_at_1,
+        count(*) FILTER (WHERE grade >= 2) AS relevant_at_k,
+        min(rank) FILTER (WHERE grade >= 2) AS first_relevant_rank,
+        sum(grade / log2(rank + 1)) AS dcg,
+        -- Each near-duplicate group's first slot is not a duplicate; every later one is.
+        count(*) - count(DISTINCT group_id) AS duplicate_slots,
+        count(*) FILTER (WHERE scope IS NOT NULL AND identifier IS DISTINCT FROM scope) AS leaked_slots
+    FROM top_slots
+    GROUP BY query_id
+),
+
+statistics AS (
+    SELECT
+        queries.query_id,
+        queries.category,
+        queries.identifier,
+        coalesce(qrel_counts.graded_total, 0) AS graded_total,
+        coalesce(qrel_counts.relevant_total, 0) AS relevant_total,
+        coalesce(ideal.ideal_dcg, 0.0) AS ideal_dcg,
+        coalesce(slot_counts.filled_slots, 0) AS filled_slots,
+        coalesce(slot_counts.relevant_at_1, 0) AS relevant_at_1,
+        coalesce(slot_counts.relevant_at_k, 0) AS relevant_at_k,
+        slot_counts.first_relevant_rank,
+        coalesce(slot_counts.dcg, 0.0) AS dcg,
+        coalesce(slot_counts.duplicate_slots, 0) AS duplicate_slots,
+        coalesce(slot_counts.leaked_slots, 0) AS leaked_slots
+    FROM queries
+    LEFT JOIN qrel_counts ON qrel_counts.query_id = queries.query_id
+    LEFT JOIN ideal ON ideal.query_id = queries.query_id
+    LEFT JOIN slot_counts ON slot_counts.query_id = queries.query_id
+),
+
+-- One block per metric, in registry order (metric_order).
+metric_rows AS (
+    SELECT
+        query_id, category, 1 AS metric_order, 'recall_at_1' AS metric,
+        relevant_total > 0 AS applicable,
+        relevant_at_1 / nullif(relevant_total, 0) AS value,
+        relevant_at_1 AS numerator, relevant_total AS denominator
+    FROM statistics
+    UNION ALL
+    SELECT
+        query_id, category, 2, 'recall_at_k',
+        relevant_total > 0,
+        relevant_at_k / nullif(relevant_total, 0),
+        relevant_at_k, relevant_total
+    FROM statistics
+    UNION ALL
+    SELECT
+        query_id, category, 3, 'success_at_1',
+        relevant_total > 0,
+        CASE WHEN relevant_at_1 > 0 THEN 1.0 ELSE 0.0 END,
+        CASE WHEN relevant_at_1 > 0 THEN 1 ELSE 0 END, 1
+    FROM statistics
+    UNION ALL
+    SELECT
+        query_id, category, 4, 'success_at_k',
+        relevant_total > 0,
+        CASE WHEN relevant_at_k > 0 THEN 1.0 ELSE 0.0 END,
+        CASE WHEN relevant_at_k > 0 THEN 1 ELSE 0 END, 1
+    FROM statistics
+    UNION ALL
+    SELECT
+        query_id, category, 5, 'mrr_at_k',
+        relevant_total > 0,
+        coalesce(1 / first_relevant_rank, 0.0),
+        NULL, NULL
+    FROM statistics
+    UNION ALL
+    SELECT
+        query_id, category, 6, 'ndcg_at_k',
+        relevant_total > 0,
+        CASE WHEN ideal_dcg > 0 THEN dcg / ideal_dcg ELSE 0.0 END,
+        NULL, NULL
+    FROM statistics
+    UNION ALL
+    SELECT
+        query_id, category, 7, 'negative_fpr_at_k',
+        graded_total = 0,
+        CASE WHEN filled_slots > 0 THEN 1.0 ELSE 0.0 END,
+        CASE WHEN filled_slots > 0 THEN 1 ELSE 0 END, 1
+    FROM statistics
+    UNION ALL
+    SELECT
+        query_id, category, 8, 'negative_returned_at_k',
+        graded_total = 0,
+        filled_slots,
+        filled_slots, 1
+    FROM statistics
+    UNION ALL
+    SELECT
+        query_id, category, 9, 'duplicate_slot_rate_at_k',
+        category = 'near_duplicate_diversity',
+        CASE WHEN filled_slots > 0 THEN duplicate_slots / filled_slots END,
+        duplicate_slots, filled_slots
+    FROM statistics
+    UNION ALL
+    SELECT
+        query_id, category, 10, 'scope_leak_rate_at_k',
+        identifier IS NOT NULL,
+        CASE WHEN filled_slots > 0 THEN leaked_slots / filled_slots END,
+        leaked_slots, filled_slots
+    FROM statistics
+)
+
+SELECT
+    query_id,
+    category,
+    metric,
+    CAST(CASE WHEN applicable THEN value END AS DOUBLE) AS value,
+    CAST(CASE WHEN applicable THEN numerator END AS BIGINT) AS numerator,
+    CAST(CASE WHEN applicable THEN denominator END AS BIGINT) AS denominator,
+    applicable
+FROM metric_rows
+ORDER BY query_id, metric_order

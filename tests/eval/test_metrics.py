@@ -1,0 +1,419 @@
+"""Hand-calculated examples for every metric, per query and aggregated, and input errors."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from hotmem_eval.errors import EvalError
+from hotmem_eval.metric_registry import APPLICABILITY, METRICS, STATISTICS
+from hotmem_eval.metrics import (
+    AGGREGATE_COLUMNS,
+    PER_QUERY_COLUMNS,
+    aggregate_metrics,
+    per_query_metrics,
+)
+from hotmem_eval.reference import REFERENCE_METRICS
+from tests.eval.metric_frames import Frames, frames
+
+DUP = "near_duplicate_diversity"
+LEX = "exact_lexical"
+NEG = "negative_or_no_answer"
+
+#: The worked nDCG example of docs/metrics.md: grades {a:3, b:2, c:1}, returned [b, x, a].
+NDCG_DCG = 2 / math.log2(2) + 3 / math.log2(4)
+NDCG_IDEAL = 3 / math.log2(2) + 2 / math.log2(3) + 1 / math.log2(4)
+
+
+def _metric_row(data: Frames, query_id: str, metric: str, *, k: int = 5) -> dict[str, Any]:
+    out = per_query_metrics(*data, k=k)
+    (row,) = out.filter((pl.col("query_id") == query_id) & (pl.col("metric") == metric)).rows(
+        named=True
+    )
+    return row
+
+
+# Scenarios of one query "q" each.
+WORKED = frames(
+    {"q": (LEX, None)}, ranked={"q": ["b", "x", "a"]}, grades={"q": {"a": 3, "b": 2, "c": 1}}
+)
+RANK_3 = frames({"q": (LEX, None)}, ranked={"q": ["x", "y", "a"]}, grades={"q": {"a": 3}})
+TWO_OF_THREE = frames(
+    {"q": (LEX, None)},
+    ranked={"q": ["a", "x", "c", "d"]},
+    grades={"q": {"a": 2, "b": 3, "c": 2, "d": 1}},
+)
+GRADE_1_FIRST = frames({"q": (LEX, None)}, ranked={"q": ["d", "a"]}, grades={"q": {"a": 2, "d": 1}})
+AT_RANK_6 = frames({"q": (LEX, None)}, ranked={"q": list("uvwxya")}, grades={"q": {"a": 2}})
+IDEAL_CUT = frames({"q": (LEX, None)}, ranked={"q": ["b"]}, grades={"q": {"a": 3, "b": 2}})
+EMPTY_POSITIVE = frames({"q": (LEX, None)}, grades={"q": {"a": 3}})
+NEGATIVE_3 = frames({"q": (NEG, None)}, ranked={"q": ["x", "y", "z"]})
+NEGATIVE_7 = frames({"q": (NEG, None)}, ranked={"q": list("abcdefg")})
+NEGATIVE_EMPTY = frames({"q": (NEG, None)})
+NEGATIVE_GRADE_0 = frames({"q": (NEG, None)}, ranked={"q": ["a"]}, grades={"q": {"a": 0}})
+DUPLICATES = frames(
+    {"q": (DUP, None)},
+    ranked={"q": list("abcd")},
+    groups={"q": {"a": "g1", "b": "g1", "c": "g2", "d": "g1"}},
+)
+GROUP_NAMED_AS_MEMORY = frames(
+    {"q": (DUP, None)}, ranked={"q": ["a", "b"]}, groups={"q": {"b": "a"}}
+)
+UNRETURNED_GROUPS = frames(
+    {"q": (DUP, None)}, ranked={"q": list("abc")}, groups={"q": {"x": "g", "y": "g"}}
+)
+DUPLICATE_BEYOND_K = frames(
+    {"q": (DUP, None)}, ranked={"q": list("abcdef")}, groups={"q": {"a": "g", "f": "g"}}
+)
+DUPLICATE_EMPTY = frames({"q": (DUP, None)})
+LEAKS = frames(
+    {"q": (LEX, "acme")}, ranked={"q": list("abc")}, identifiers={"b": "globex", "c": None}
+)
+NO_LEAK = frames({"q": (LEX, "acme")}, ranked={"q": ["a", "b"]})
+LEAK_AT_2 = frames({"q": (LEX, "acme")}, ranked={"q": ["a", "b"]}, identifiers={"b": "globex"})
+SCOPED_EMPTY = frames({"q": (LEX, "acme")})
+
+# (id, scenario, k, metric, (value, numerator, denominator))
+APPLICABLE_CASES = [
+    # The worked nDCG example and the rest of its row.
+    ("ndcg_worked", WORKED, 5, "ndcg_at_k", (NDCG_DCG / NDCG_IDEAL, None, None)),
+    ("worked_recall_1", WORKED, 5, "recall_at_1", (0.5, 1, 2)),
+    ("worked_recall_k", WORKED, 5, "recall_at_k", (1.0, 2, 2)),
+    ("worked_mrr", WORKED, 5, "mrr_at_k", (1.0, None, None)),
+    # Relevant found at rank 3 only.
+    ("rank3_recall_1", RANK_3, 5, "recall_at_1", (0.0, 0, 1)),
+    ("rank3_success_1", RANK_3, 5, "success_at_1", (0.0, 0, 1)),
+    ("rank3_success_k", RANK_3, 5, "success_at_k", (1.0, 1, 1)),
+    ("rank3_mrr", RANK_3, 5, "mrr_at_k", (1 / 3, None, None)),
+    ("rank3_ndcg", RANK_3, 5, "ndcg_at_k", (0.5, None, None)),
+    # Two of three relevant memories found; grade 1 is not relevant for recall or MRR.
+    ("recall_two_of_three", TWO_OF_THREE, 5, "recall_at_k", (2 / 3, 2, 3)),
+    ("recall_1_one_of_three", TWO_OF_THREE, 5, "recall_at_1", (1 / 3, 1, 3)),
+    ("mrr_skips_grade_1", GRADE_1_FIRST, 5, "mrr_at_k", (0.5, None, None)),
+    (
+        "ndcg_counts_grade_1",
+        GRADE_1_FIRST,
+        5,
+        "ndcg_at_k",
+        ((1 + 2 / math.log2(3)) / (2 + 1 / math.log2(3)), None, None),
+    ),
+    # Ranks beyond k are ignored, and count once k reaches them.
+    ("beyond_k_recall", AT_RANK_6, 5, "recall_at_k", (0.0, 0, 1)),
+    ("beyond_k_mrr", AT_RANK_6, 5, "mrr_at_k", (0.0, None, None)),
+    ("beyond_k_ndcg", AT_RANK_6, 5, "ndcg_at_k", (0.0, None, None)),
+    ("within_k6_mrr", AT_RANK_6, 6, "mrr_at_k", (1 / 6, None, None)),
+    ("within_k6_ndcg", AT_RANK_6, 6, "ndcg_at_k", (1 / math.log2(7), None, None)),
+    # The ideal ranking is cut at k: with k=1 only the best grade counts.
+    ("ideal_cut_at_k", IDEAL_CUT, 1, "ndcg_at_k", (2 / 3, None, None)),
+    # A positive query that returned nothing: defaults, not nulls.
+    ("empty_recall", EMPTY_POSITIVE, 5, "recall_at_k", (0.0, 0, 1)),
+    ("empty_success", EMPTY_POSITIVE, 5, "success_at_k", (0.0, 0, 1)),
+    ("empty_mrr", EMPTY_POSITIVE, 5, "mrr_at_k", (0.0, None, None)),
+    ("empty_ndcg", EMPTY_POSITIVE, 5, "ndcg_at_k", (0.0, None, None)),
+    # Negative queries: no memory graded >= 1 (grade-0 rows allowed).
+    ("negative_fpr_hit", NEGATIVE_3, 5, "negative_fpr_at_k", (1.0, 1, 1)),
+    ("negative_returned", NEGATIVE_3, 5, "negative_returned_at_k", (3.0, 3, 1)),
+    ("negative_returned_cut_at_k", NEGATIVE_7, 5, "negative_returned_at_k", (5.0, 5, 1)),
+    ("negative_empty_fpr", NEGATIVE_EMPTY, 5, "negative_fpr_at_k", (0.0, 0, 1)),
+    ("negative_empty_returned", NEGATIVE_EMPTY, 5, "negative_returned_at_k", (0.0, 0, 1)),
+    ("negative_grade_0", NEGATIVE_GRADE_0, 5, "negative_fpr_at_k", (1.0, 1, 1)),
+    # Duplicate slots: b and d repeat group g1, which a filled first.
+    ("duplicates", DUPLICATES, 5, "duplicate_slot_rate_at_k", (0.5, 2, 4)),
+    ("group_named_as_memory", GROUP_NAMED_AS_MEMORY, 5, "duplicate_slot_rate_at_k", (0.5, 1, 2)),
+    ("unreturned_groups", UNRETURNED_GROUPS, 5, "duplicate_slot_rate_at_k", (0.0, 0, 3)),
+    ("duplicate_beyond_k", DUPLICATE_BEYOND_K, 5, "duplicate_slot_rate_at_k", (0.0, 0, 5)),
+    ("duplicates_empty", DUPLICATE_EMPTY, 5, "duplicate_slot_rate_at_k", (None, 0, 0)),
+    # Scope leaks: a memory from another scope, or with no identifier, leaks.
+    ("scope_leaks", LEAKS, 5, "scope_leak_rate_at_k", (2 / 3, 2, 3)),
+    ("scope_clean", NO_LEAK, 5, "scope_leak_rate_at_k", (0.0, 0, 2)),
+    ("scope_leak_beyond_k", LEAK_AT_2, 1, "scope_leak_rate_at_k", (0.0, 0, 1)),
+    ("scope_empty", SCOPED_EMPTY, 5, "scope_leak_rate_at_k", (None, 0, 0)),
+]
+
+
+@pytest.mark.parametrize(
+    ("data", "k", "metric", "expected"),
+    [case[1:] for case in APPLICABLE_CASES],
+    ids=[case[0] for case in APPLICABLE_CASES],
+)
+def test_applicable_metric_value(
+    data: Frames, k: int, metric: str, expected: tuple[float | None, int | None, int | None]
+) -> None:
+    row = _metric_row(data, "q", metric, k=k)
+    value, numerator, denominator = expected
+    assert row["applicable"] is True
+    assert row["value"] == (None if value is None else pytest.approx(value, abs=1e-12))
+    assert (row["numerator"], row["denominator"]) == (numerator, denominator)
+
+
+def test_ndcg_worked_example_figures() -> None:
+    dcg, ideal = NDCG_DCG, NDCG_IDEAL
+    assert dcg == pytest.approx(3.5)
+    assert ideal == pytest.approx(4.7619, abs=1e-4)
+    row = _metric_row(WORKED, "q", "ndcg_at_k")
+    assert row["value"] == pytest.approx(0.7350, abs=1e-4)
+
+
+GRADE_1_ONLY = frames({"q": (LEX, None)}, ranked={"q": ["a"]}, grades={"q": {"a": 1}})
+GROUPS_ELSEWHERE = frames(
+    {"q": (LEX, None)}, ranked={"q": ["a", "b"]}, groups={"q": {"a": "g", "b": "g"}}
+)
+UNSCOPED = frames({"q": (LEX, None)}, ranked={"q": ["a"]}, identifiers={"a": "globex"})
+
+# (id, scenario, metric): the metric does not apply to query "q".
+NOT_APPLICABLE_CASES = [
+    ("negative_has_no_recall", NEGATIVE_3, "recall_at_k"),
+    ("negative_has_no_ndcg", NEGATIVE_3, "ndcg_at_k"),
+    ("grade_1_only_is_not_positive", GRADE_1_ONLY, "success_at_k"),
+    ("grade_1_only_is_not_negative", GRADE_1_ONLY, "negative_fpr_at_k"),
+    ("positive_has_no_fpr", EMPTY_POSITIVE, "negative_fpr_at_k"),
+    ("groups_outside_duplicate_category", GROUPS_ELSEWHERE, "duplicate_slot_rate_at_k"),
+    ("unscoped_has_no_leak_rate", UNSCOPED, "scope_leak_rate_at_k"),
+]
+
+
+@pytest.mark.parametrize(
+    ("data", "metric"),
+    [case[1:] for case in NOT_APPLICABLE_CASES],
+    ids=[case[0] for case in NOT_APPLICABLE_CASES],
+)
+def test_not_applicable_metric_is_null(data: Frames, metric: str) -> None:
+    row = _metric_row(data, "q", metric)
+    assert row == {
+        "query_id": "q",
+        "category": row["category"],
+        "metric": metric,
+        "value": None,
+        "numerator": None,
+        "denominator": None,
+        "applicable": False,
+    }
+
+
+def test_per_query_rows_are_exhaustive_and_ordered() -> None:
+    data = frames(
+        {"q2": (LEX, None), "q10": (NEG, "acme"), "q1": (DUP, None)},
+        ranked={"q1": ["a"]},
+        grades={"q2": {"a": 3}},
+    )
+    out = per_query_metrics(*data)
+    assert dict(out.schema) == PER_QUERY_COLUMNS
+    expected = [(q, m) for q in ["q1", "q10", "q2"] for m in METRICS]
+    assert list(zip(out["query_id"], out["metric"], strict=True)) == expected
+
+
+def test_no_queries_gives_an_empty_frame() -> None:
+    out = per_query_metrics(*frames({}))
+    assert out.height == 0
+    assert dict(out.schema) == PER_QUERY_COLUMNS
+
+
+def test_pyarrow_tables_give_the_same_rows() -> None:
+    data = WORKED
+    arrow = [frame.to_arrow() for frame in data]
+    assert_frame_equal(per_query_metrics(*arrow), per_query_metrics(*data))
+
+
+def test_registry_is_complete_and_ordered() -> None:
+    assert list(METRICS) == list(REFERENCE_METRICS)
+    for metric in METRICS.values():
+        assert metric.formula, metric.name
+        assert metric.description, metric.name
+        assert metric.applies_to in APPLICABILITY
+        for column in ("relevant_total", "filled_slots"):
+            assert column in STATISTICS
+
+
+# -- aggregates --------------------------------------------------------------------------------
+
+
+def _aggregate(data: Frames, category: str, metric: str) -> dict[str, Any]:
+    out = aggregate_metrics(per_query_metrics(*data))
+    (row,) = out.filter((pl.col("category") == category) & (pl.col("metric") == metric)).rows(
+        named=True
+    )
+    return row
+
+
+TWO_POSITIVE = frames(
+    {"q1": (LEX, None), "q2": (LEX, None), "q3": (NEG, None)},
+    ranked={"q1": ["a", "x"], "q2": ["y", "b"], "q3": ["z"]},
+    grades={"q1": {"a": 3, "c": 2}, "q2": {"b": 2}},
+)
+DUPLICATE_PAIR = frames(
+    {"d1": (DUP, None), "d2": (DUP, None), "d3": (DUP, None)},
+    ranked={"d1": ["a", "b"], "d2": ["c", "d", "e", "f"]},
+    groups={"d1": {"a": "g", "b": "g"}},
+)
+
+EMPTY_DUPLICATE = frames({"d": (DUP, None)})
+TWO_NEGATIVE = frames({"n1": (NEG, None), "n2": (NEG, None)}, ranked={"n1": ["a", "b", "c"]})
+
+
+def _expect(
+    value: float | None, numerator: int | None, denominator: int | None, count: int
+) -> dict:
+    return {
+        "value": value,
+        "numerator": numerator,
+        "denominator": denominator,
+        "query_count": count,
+    }
+
+
+# (id, scenario, category, metric, expected)
+AGGREGATE_CASES = [
+    # recall: the value is the mean of 1/2 and 1/1; the ratio pools the integers, 2/3.
+    ("recall_macro_value_pooled_ratio", TWO_POSITIVE, LEX, "recall_at_k", _expect(0.75, 2, 3, 2)),
+    ("success_reads_hits_over_queries", TWO_POSITIVE, LEX, "success_at_1", _expect(0.5, 1, 2, 2)),
+    ("mrr_has_no_ratio", TWO_POSITIVE, LEX, "mrr_at_k", _expect(0.75, None, None, 2)),
+    (
+        "overall_spans_categories",
+        TWO_POSITIVE,
+        "overall",
+        "negative_fpr_at_k",
+        _expect(1.0, 1, 1, 1),
+    ),
+    # A category with no applicable query: null, never a made-up zero.
+    ("no_applicable_query", TWO_POSITIVE, NEG, "recall_at_k", _expect(None, None, None, 0)),
+    ("no_applicable_query_mrr", TWO_POSITIVE, NEG, "mrr_at_k", _expect(None, None, None, 0)),
+    # Slot rates pool, (1 + 0) / (2 + 4), where a mean of 1/2 and 0 would say 1/4; d3 filled
+    # nothing and adds 0/0.
+    ("slot_rate_pooled", DUPLICATE_PAIR, DUP, "duplicate_slot_rate_at_k", _expect(1 / 6, 1, 6, 3)),
+    (
+        "slot_rate_all_empty",
+        EMPTY_DUPLICATE,
+        DUP,
+        "duplicate_slot_rate_at_k",
+        _expect(None, 0, 0, 1),
+    ),
+    ("negative_returned_mean", TWO_NEGATIVE, NEG, "negative_returned_at_k", _expect(1.5, 3, 2, 2)),
+]
+
+
+@pytest.mark.parametrize(
+    ("data", "category", "metric", "expected"),
+    [case[1:] for case in AGGREGATE_CASES],
+    ids=[case[0] for case in AGGREGATE_CASES],
+)
+def test_aggregate_value(data: Frames, category: str, metric: str, expected: dict) -> None:
+    row = _aggregate(data, category, metric)
+    value = expected["value"]
+    assert row["value"] == (None if value is None else pytest.approx(value, abs=1e-12))
+    assert {key: row[key] for key in expected if key != "value"} == {
+        key: expected[key] for key in expected if key != "value"
+    }
+
+
+def test_aggregate_rows_are_complete_and_ordered() -> None:
+    out = aggregate_metrics(per_query_metrics(*TWO_POSITIVE))
+    assert dict(out.schema) == AGGREGATE_COLUMNS
+    expected = [(c, m) for c in ["overall", LEX, NEG] for m in METRICS]
+    assert list(zip(out["category"], out["metric"], strict=True)) == expected
+
+
+def test_aggregate_of_no_queries_reports_overall_only() -> None:
+    out = aggregate_metrics(per_query_metrics(*frames({})))
+    assert out["category"].to_list() == ["overall"] * len(METRICS)
+    assert out["query_count"].to_list() == [0] * len(METRICS)
+    assert out["value"].null_count() == len(METRICS)
+
+
+def test_aggregate_rejects_an_unknown_metric() -> None:
+    per_query = per_query_metrics(*TWO_POSITIVE).with_columns(metric=pl.lit("map_at_k"))
+    with pytest.raises(EvalError, match="map_at_k"):
+        aggregate_metrics(per_query)
+
+
+# -- input errors ------------------------------------------------------------------------------
+
+GOOD = frames(
+    {"q1": (LEX, "acme"), "q2": (DUP, None)},
+    ranked={"q1": ["a", "b"], "q2": ["c"]},
+    grades={"q1": {"a": 2}},
+    groups={"q2": {"c": "g"}},
+)
+
+
+def _replace(index: int, frame: pl.DataFrame) -> tuple[pl.DataFrame, ...]:
+    data = list(GOOD)
+    data[index] = frame
+    return tuple(data)
+
+
+_extra_result = {"query_id": "q1", "memory_id": "z", "identifier": "acme", "score": 0.1}
+_results, _qrels, _queries, _groups = GOOD
+
+# (id, inputs, message pattern)
+ERROR_CASES = [
+    ("missing_column", _replace(0, _results.drop("rank")), "missing \\['rank'\\]"),
+    ("uncastable_column", _replace(0, _results.with_columns(rank=pl.lit("first"))), "castable"),
+    ("not_a_frame", _replace(1, {"query_id": []}), "polars DataFrame or pyarrow Table"),
+    ("duplicate_query", _replace(2, pl.concat([_queries, _queries.head(1)])), "query_id unique"),
+    ("null_category", _replace(2, _queries.with_columns(category=None)), "category non-null"),
+    (
+        "reserved_category",
+        _replace(2, _queries.with_columns(category=pl.lit("overall"))),
+        "'overall'",
+    ),
+    ("grade_above_3", _replace(1, _qrels.with_columns(grade=pl.lit(4, pl.Int8))), "grade in 0..3"),
+    (
+        "duplicate_qrel",
+        _replace(1, pl.concat([_qrels, _qrels])),
+        "qrels: \\(query_id, memory_id\\)",
+    ),
+    ("orphan_qrel", _replace(1, _qrels.with_columns(query_id=pl.lit("q9"))), "query_id='q9'"),
+    (
+        "duplicate_group",
+        _replace(3, pl.concat([_groups, _groups])),
+        "groups: \\(query_id, memory_id\\)",
+    ),
+    ("rank_zero", _replace(0, _results.with_columns(rank=pl.col("rank") - 1)), "rank >= 1"),
+    (
+        "repeated_rank",
+        _replace(0, _results.with_columns(rank=pl.lit(1, pl.Int32))),
+        "rank\\) unique",
+    ),
+    ("repeated_memory", _replace(0, _results.with_columns(memory_id=pl.lit("a"))), "at most once"),
+    ("orphan_result", _replace(0, _results.with_columns(query_id=pl.lit("q9"))), "query_id='q9'"),
+]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [case[1:] for case in ERROR_CASES],
+    ids=[case[0] for case in ERROR_CASES],
+)
+def test_invalid_input_raises(data: tuple, message: str) -> None:
+    with pytest.raises(EvalError, match=message):
+        per_query_metrics(*data)
+
+
+@pytest.mark.parametrize("k", [0, -1, True, 2.5, "5"])
+def test_invalid_k_raises(k: object) -> None:
+    with pytest.raises(EvalError, match="k to be an int >= 1"):
+        per_query_metrics(*GOOD, k=k)  # type: ignore[arg-type]
+
+
+def test_rows_beyond_k_are_not_checked() -> None:
+    extra = pl.DataFrame([{**_extra_result, "rank": 9}, {**_extra_result, "rank": 9}])
+    results = pl.concat(
+        [GOOD.results, extra.select(GOOD.results.columns).cast(GOOD.results.schema)]
+    )
+    assert_frame_equal(per_query_metrics(results, *GOOD[1:], k=5), per_query_metrics(*GOOD, k=5))
+
+
+def test_a_k_beyond_every_ranking_equals_the_longest_ranking() -> None:
+    assert_frame_equal(per_query_metrics(*GOOD, k=10**12), per_query_metrics(*GOOD, k=100))
+
+
+def test_extra_columns_are_ignored() -> None:
+    results = _results.with_columns(grade=pl.lit(3, pl.Int8), components=pl.lit("{}"))
+    queries = _queries.with_columns(query=pl.lit("text"), line=pl.lit(1))
+    assert_frame_equal(
+        per_query_metrics(results, _qrels, queries, _groups), per_query_metrics(*GOOD)
+    )

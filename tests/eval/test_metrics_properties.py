@@ -1,0 +1,170 @@
+"""Property tests: the polars engine, the SQL files and the plain-Python reference agree.
+
+Random fixtures cover ties in score, empty rankings, queries with no results or no qrels,
+grades 0..3, near-duplicate groups (of returned and unreturned memories), scoped and unscoped
+queries, categories with no applicable query, and random k. Row order never changes a result.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import polars as pl
+from hypothesis import example, given
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from hotmem_eval import reference
+from hotmem_eval.metrics import aggregate_metrics, per_query_metrics
+from hotmem_eval.sqlfiles import sql_metrics
+from tests.eval.metric_frames import Frames, frames
+
+TOLERANCE = 1e-12
+
+# Ids sort differently by byte, by case and by length ("Q" < "q", "q10" < "q2", "é" last).
+QUERY_IDS = ["q1", "q2", "q10", "Q3", "é4", "q5", "q6"]
+MEMORY_IDS = [f"m{i}" for i in range(8)]
+CATEGORIES = ["exact_lexical", "near_duplicate_diversity", "negative_or_no_answer", "Zeta", "é"]
+SCOPES = [None, "acme", "globex"]
+GROUP_IDS = ["g1", "g2", "m0"]  # "m0" names a group after a memory that may sit elsewhere
+
+
+@st.composite
+def query_spec(draw: st.DrawFn) -> dict[str, Any]:
+    ranked = draw(st.lists(st.sampled_from(MEMORY_IDS), unique=True, max_size=7))
+    graded = draw(st.lists(st.sampled_from(MEMORY_IDS), unique=True, max_size=5))
+    grouped = draw(st.lists(st.sampled_from(MEMORY_IDS), unique=True, max_size=5))
+    return {
+        "category": draw(st.sampled_from(CATEGORIES)),
+        "scope": draw(st.sampled_from(SCOPES)),
+        "ranked": ranked,
+        # Few distinct scores, so ties are common; rank alone orders a query's results.
+        "scores": [draw(st.sampled_from([0.5, 0.25, 0.0])) for _ in ranked],
+        "identifiers": [draw(st.sampled_from(SCOPES)) for _ in ranked],
+        "grades": {memory: draw(st.integers(0, 3)) for memory in graded},
+        "groups": {memory: draw(st.sampled_from(GROUP_IDS)) for memory in grouped},
+    }
+
+
+fixtures = st.dictionaries(st.sampled_from(QUERY_IDS), query_spec(), max_size=len(QUERY_IDS))
+
+
+def build(specs: dict[str, dict[str, Any]]) -> Frames:
+    """Canonical frames from query specs (the helper's identifiers are per memory, so the
+    per-slot identifiers and scores are set here)."""
+    data = frames(
+        {query_id: (spec["category"], spec["scope"]) for query_id, spec in specs.items()},
+        ranked={query_id: spec["ranked"] for query_id, spec in specs.items()},
+        grades={query_id: spec["grades"] for query_id, spec in specs.items()},
+        groups={query_id: spec["groups"] for query_id, spec in specs.items()},
+    )
+    identifiers = [i for spec in specs.values() for i in spec["identifiers"]]
+    scores = [s for spec in specs.values() for s in spec["scores"]]
+    results = data.results.with_columns(
+        identifier=pl.Series(identifiers, dtype=pl.String),
+        score=pl.Series(scores, dtype=pl.Float64),
+    )
+    return data._replace(results=results)
+
+
+def shuffled(data: Frames, seed: int) -> Frames:
+    rng = random.Random(seed)
+    return Frames(
+        *(frame[rng.sample(range(frame.height), frame.height)] for frame in data)  # type: ignore[arg-type]
+    )
+
+
+def assert_rows_close(actual: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
+    assert len(actual) == len(expected)
+    for got, want in zip(actual, expected, strict=True):
+        assert got.keys() == want.keys()
+        for key, value in want.items():
+            if isinstance(value, float) and got[key] is not None:
+                assert math.isclose(got[key], value, rel_tol=0, abs_tol=TOLERANCE), (key, got, want)
+            else:
+                assert got[key] == value, (key, got, want)
+
+
+EMPTY: dict[str, dict[str, Any]] = {}
+NOTHING_RETURNED = {
+    "q1": {
+        "category": "exact_lexical",
+        "scope": "acme",
+        "ranked": [],
+        "scores": [],
+        "identifiers": [],
+        "grades": {"m1": 3},
+        "groups": {},
+    }
+}
+ALL_NEGATIVE = {
+    query_id: {
+        "category": "negative_or_no_answer",
+        "scope": None,
+        "ranked": ["m1", "m2"][: i % 3],
+        "scores": [0.5, 0.5][: i % 3],
+        "identifiers": [None, None][: i % 3],
+        "grades": {"m1": 0},
+        "groups": {},
+    }
+    for i, query_id in enumerate(QUERY_IDS[:3])
+}
+ALL_TIED_DUPLICATES = {
+    "q2": {
+        "category": "near_duplicate_diversity",
+        "scope": "globex",
+        "ranked": ["m0", "m1", "m2", "m3", "m4", "m5", "m6"],
+        "scores": [0.5] * 7,
+        "identifiers": ["globex", "acme", None, "globex", "globex", "acme", "globex"],
+        "grades": {"m1": 1, "m2": 2, "m6": 3},
+        "groups": {"m0": "g1", "m1": "g1", "m3": "g1", "m5": "m0"},
+    }
+}
+
+
+@given(specs=fixtures, k=st.integers(1, 8))
+@example(specs=EMPTY, k=5)
+@example(specs=NOTHING_RETURNED, k=1)
+@example(specs=ALL_NEGATIVE, k=1)
+@example(specs=ALL_TIED_DUPLICATES, k=5)
+@example(specs=ALL_TIED_DUPLICATES, k=1)
+def test_engines_agree_with_reference(specs: dict[str, dict[str, Any]], k: int) -> None:
+    data = build(specs)
+    rows = [frame.to_dicts() for frame in data]
+    expected_per_query = reference.per_query_metrics(*rows, k=k)
+    expected_aggregate = reference.aggregate_metrics(expected_per_query)
+
+    per_query = per_query_metrics(*data, k=k)
+    aggregate = aggregate_metrics(per_query)
+    assert_rows_close(per_query.to_dicts(), expected_per_query)
+    assert_rows_close(aggregate.to_dicts(), expected_aggregate)
+
+    sql_per_query, sql_aggregate = sql_metrics(*data, k=k)
+    assert_frame_equal(sql_per_query, per_query, abs_tol=TOLERANCE, rel_tol=0)
+    assert_frame_equal(sql_aggregate, aggregate, abs_tol=TOLERANCE, rel_tol=0)
+
+
+@given(specs=fixtures, k=st.integers(1, 8), seed=st.integers(0, 2**32 - 1))
+@example(specs=ALL_TIED_DUPLICATES, k=5, seed=1)
+@example(specs=EMPTY, k=5, seed=0)
+def test_row_order_changes_nothing(specs: dict[str, dict[str, Any]], k: int, seed: int) -> None:
+    data = build(specs)
+    per_query = per_query_metrics(*data, k=k)
+    reordered = per_query_metrics(*shuffled(data, seed), k=k)
+    assert_frame_equal(reordered, per_query, check_exact=True)
+    rows = random.Random(seed).sample(range(per_query.height), per_query.height)
+    assert_frame_equal(
+        aggregate_metrics(per_query[rows]), aggregate_metrics(per_query), check_exact=True
+    )
+
+
+@given(specs=fixtures, k=st.integers(1, 8))
+@example(specs=ALL_TIED_DUPLICATES, k=3)
+def test_sql_row_order_changes_nothing(specs: dict[str, dict[str, Any]], k: int) -> None:
+    data = build(specs)
+    per_query, aggregate = sql_metrics(*data, k=k)
+    reordered = sql_metrics(*shuffled(data, k), k=k)
+    assert_frame_equal(reordered[0], per_query, abs_tol=TOLERANCE, rel_tol=0)
+    assert_frame_equal(reordered[1], aggregate, abs_tol=TOLERANCE, rel_tol=0)

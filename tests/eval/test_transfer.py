@@ -1,0 +1,95 @@
+"""Transfer comparison on constructed runs, and miss attribution on the committed fixture."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from hotmem_eval.attribution import attribute_misses
+from hotmem_eval.fixtures import load_fixture
+from hotmem_eval.ingest import open_fixture_store
+from hotmem_eval.runner import RESULTS_SCHEMA, run_queries
+from hotmem_eval.transfer import compare_results
+
+FIXTURE = Path(__file__).resolve().parents[2] / "benchmarks" / "retrieval"
+
+
+def rows(query_id: str, slots: list[tuple[str, float]]) -> list[dict]:
+    return [
+        {
+            "query_id": query_id,
+            "rank": rank,
+            "memory_id": memory_id,
+            "identifier": "a",
+            "score": score,
+            "cosine": 0.5,
+            "bm25_raw": None,
+            "bm25_normalised": 0.0,
+            "importance": 0.5,
+        }
+        for rank, (memory_id, score) in enumerate(slots, start=1)
+    ]
+
+
+def table(*groups: list[dict]) -> pa.Table:
+    return pa.Table.from_pylist([row for group in groups for row in group], schema=RESULTS_SCHEMA)
+
+
+def test_identical_runs_are_equivalent() -> None:
+    source = table(rows("q1", [("m1", 0.9), ("m2", 0.8)]), rows("q2", []))
+    comparison, drift, equivalent = compare_results(source, source, ["q1", "q2"])
+    assert (equivalent, drift) == (2, ())
+    assert comparison.num_rows == 2
+    assert all(comparison.column("same_memory").to_pylist())
+    assert all(comparison.column("same_score").to_pylist())
+
+
+@pytest.mark.parametrize(
+    ("after", "kind", "difference"),
+    [
+        ([("m2", 0.8), ("m1", 0.9)], "order", 0.9 - 0.8),
+        ([("m1", 0.9), ("m3", 0.8)], "ids", 0.0),
+        ([("m1", 0.9), ("m2", 0.8 + 2**-50)], "score", 2**-50),
+        ([("m1", 0.9)], "ids", 0.0),
+    ],
+)
+def test_drift_is_classified(after: list[tuple[str, float]], kind: str, difference: float) -> None:
+    source = table(rows("q1", [("m1", 0.9), ("m2", 0.8)]))
+    hydrated = table(rows("q1", after))
+    comparison, drift, equivalent = compare_results(source, hydrated, ["q1"])
+    assert equivalent == 0
+    [entry] = drift
+    assert entry["kind"] == kind
+    assert entry["max_score_difference"] == pytest.approx(difference, abs=1e-18)
+    assert entry["source_ids"] == ["m1", "m2"]
+    assert entry["hydrated_ids"] == [m for m, _ in after]
+    assert comparison.num_rows == 2
+
+
+def test_misses_on_the_committed_fixture_are_explained() -> None:
+    fixture = load_fixture(FIXTURE / "corpus.jsonl", FIXTURE / "queries.jsonl")
+    with open_fixture_store(":memory:", fixture.corpus) as store:
+        run = run_queries(store, fixture.queries, top_k=5)
+        misses = attribute_misses(store, fixture.queries, fixture.qrels, run.results, top_k=5)
+    assert Counter(m.reason for m in misses) == {
+        "below_floor": 7,
+        "no_channel_match": 2,
+        "outranked": 2,
+    }
+    by_key = {(m.query_id, m.memory_id): m for m in misses}
+    outranked = by_key[("q-dup-002", "mem-codereview-002")]
+    assert outranked.reason == "outranked"
+    assert outranked.candidate_rank == 6
+    assert [o.rank for o in outranked.outranked_by] == [1, 2, 3, 4, 5]
+    assert all(o.margin > 0 for o in outranked.outranked_by)
+    assert outranked.detail.startswith("score 0.3318 at rank 6; mem-codereview-003 leads by")
+    floor = by_key[("q-para-003", "mem-vpn-001")]
+    assert (floor.reason, floor.bm25_raw) == ("below_floor", None)
+    assert 0.0 < floor.cosine < 0.4
+    assert floor.candidate_rank is None and floor.outranked_by == ()
+    none = by_key[("q-para-002", "mem-pager-001")]
+    assert none.reason == "no_channel_match"
+    assert none.cosine <= 0.0
