@@ -89,7 +89,8 @@ def test_misses_on_the_committed_fixture_are_explained() -> None:
     floor = by_key[("q-para-003", "mem-vpn-001")]
     assert (floor.reason, floor.bm25_raw) == ("below_floor", None)
     assert 0.0 < floor.cosine < 0.4
-    assert floor.candidate_rank is None and floor.outranked_by == ()
+    assert floor.candidate_rank is None
+    assert floor.outranked_by == ()
     none = by_key[("q-para-002", "mem-pager-001")]
     assert none.reason == "no_channel_match"
     assert none.cosine <= 0.0

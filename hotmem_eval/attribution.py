@@ -1,0 +1,155 @@
+"""Why a relevant memory was missed: scope, floor, no channel, or outranked.
+
+Every reason comes from the production ranking itself: ``hotmem.explain`` for a memory that
+was not returned, and a deeper ``search_memories`` call for the rank it actually holds and the
+memories that beat it. Nothing here recomputes a score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import pyarrow as pa
+
+import hotmem
+from hotmem_eval.fixture_schema import RELEVANT_GRADE
+
+__all__ = ["REASONS", "Miss", "Outranker", "Reason", "attribute_misses"]
+
+Reason = Literal["outside_scope", "no_channel_match", "below_floor", "outranked"]
+
+#: reason -> what it means, in report order.
+REASONS: Mapping[str, str] = {
+    "outside_scope": "the memory belongs to another identifier than the scope searched",
+    "no_channel_match": "no query term matched (BM25) and its cosine is <= 0",
+    "below_floor": "no query term matched and its cosine is below min_similarity",
+    "outranked": "a candidate, but other memories scored higher",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Outranker:
+    """A memory in the top k that beat a missed one, by ``margin`` points of score."""
+
+    memory_id: str
+    rank: int
+    score: float
+    cosine: float
+    bm25_normalised: float
+    importance: float
+    margin: float
+
+
+@dataclass(frozen=True, slots=True)
+class Miss:
+    """A relevant memory absent from a query's top k, and why."""
+
+    query_id: str
+    memory_id: str
+    grade: int
+    reason: Reason
+    detail: str
+    score: float
+    cosine: float
+    bm25_raw: float | None
+    bm25_normalised: float
+    importance: float
+    candidate_rank: int | None
+    outranked_by: tuple[Outranker, ...]
+
+
+def _f(value: float) -> str:
+    """Four decimals, with -0.0000 shown as 0.0000."""
+    return f"{round(value, 4) + 0.0:.4f}"
+
+
+def _explain_miss(
+    store: hotmem.MemoryStore,
+    query: Mapping[str, object],
+    memory_id: str,
+    grade: int,
+    top: list[dict[str, object]],
+) -> Miss:
+    text, scope = str(query["query"]), query["identifier"]
+    explanation = hotmem.explain(store, text, memory_id, identifier=scope)  # type: ignore[arg-type]
+    components = explanation.components
+    candidate_rank: int | None = None
+    outranked_by: tuple[Outranker, ...] = ()
+    if not explanation.in_scope:
+        reason: Reason = "outside_scope"
+        detail = f"memory is in {explanation.identifier!r}; the query searched {scope!r}"
+    elif not explanation.passes_floor and components.cosine <= 0.0:
+        reason = "no_channel_match"
+        detail = f"no lexical match; cosine {_f(components.cosine)} <= 0"
+    elif not explanation.passes_floor:
+        reason = "below_floor"
+        detail = (
+            f"no lexical match; cosine {_f(components.cosine)} < "
+            f"min_similarity {hotmem.MIN_SIMILARITY}"
+        )
+    else:
+        reason = "outranked"
+        deep = hotmem.search_memories(
+            store,
+            text,
+            identifier=scope,
+            limit=max(1, min(len(store), 10_000)),  # type: ignore[arg-type]
+        )
+        candidate_rank = next((r.rank for r in deep if r.memory_id == memory_id), None)
+        outranked_by = tuple(
+            Outranker(
+                memory_id=row["memory_id"],  # type: ignore[arg-type]
+                rank=row["rank"],  # type: ignore[arg-type]
+                score=row["score"],  # type: ignore[arg-type]
+                cosine=row["cosine"],  # type: ignore[arg-type]
+                bm25_normalised=row["bm25_normalised"],  # type: ignore[arg-type]
+                importance=row["importance"],  # type: ignore[arg-type]
+                margin=row["score"] - explanation.score,  # type: ignore[operator]
+            )
+            for row in top
+        )
+        best = outranked_by[0] if outranked_by else None
+        where = f"rank {candidate_rank}" if candidate_rank else "beyond rank 10000"
+        detail = f"score {_f(explanation.score)} at {where}"
+        if best is not None:
+            detail += f"; {best.memory_id} leads by {_f(best.margin)}"
+    return Miss(
+        query_id=str(query["query_id"]),
+        memory_id=memory_id,
+        grade=grade,
+        reason=reason,
+        detail=detail,
+        score=explanation.score,
+        cosine=components.cosine,
+        bm25_raw=components.bm25_raw,
+        bm25_normalised=components.bm25_normalised,
+        importance=components.importance,
+        candidate_rank=candidate_rank,
+        outranked_by=outranked_by,
+    )
+
+
+def attribute_misses(
+    store: hotmem.MemoryStore, queries: pa.Table, qrels: pa.Table, results: pa.Table, *, top_k: int
+) -> list[Miss]:
+    """Explain every relevant memory (grade >= 2) missing from its query's top ``top_k``.
+
+    Returns misses ordered by (query_id, memory_id).
+    """
+    relevant: dict[str, dict[str, int]] = {}
+    for row in qrels.to_pylist():
+        if row["grade"] >= RELEVANT_GRADE:
+            relevant.setdefault(row["query_id"], {})[row["memory_id"]] = row["grade"]
+    returned: dict[str, list[dict[str, object]]] = {}
+    for row in results.sort_by([("query_id", "ascending"), ("rank", "ascending")]).to_pylist():
+        if row["rank"] <= top_k:
+            returned.setdefault(row["query_id"], []).append(row)
+    misses: list[Miss] = []
+    for query in queries.select(["query_id", "query", "identifier"]).to_pylist():
+        wanted = relevant.get(query["query_id"], {})
+        top = returned.get(query["query_id"], [])
+        missing = sorted(set(wanted) - {row["memory_id"] for row in top})
+        misses.extend(_explain_miss(store, query, m, wanted[m], top) for m in missing)
+    return misses

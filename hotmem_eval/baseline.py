@@ -1,0 +1,212 @@
+"""The committed baseline: a normalised result, diffed row by row against a new run.
+
+Normalising keeps only what a code change can move: configuration that shapes ranking,
+fixture counts, every metric, each query's ordered ids, grades and scores, the miss reasons,
+the transfer outcome and the recommendation. Timestamps, timings, paths, the HotMem version,
+the git commit and the package size are dropped; floats are rounded to ``DIGITS`` places; keys
+are sorted. Only ``--update-baseline`` rewrites the file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hotmem_eval.errors import EvalError
+
+__all__ = [
+    "DIGITS",
+    "BaselineDiff",
+    "compare",
+    "dumps",
+    "flatten",
+    "load_baseline",
+    "normalise",
+    "render_diff",
+]
+
+DIGITS = 9
+GATED = ("recall_at_k", "mrr_at_k")
+
+
+def _round(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, DIGITS)
+    if isinstance(value, dict):
+        return {k: _round(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_round(v) for v in value]
+    return value
+
+
+def normalise(result: dict[str, Any]) -> dict[str, Any]:
+    """The deterministic part of a result document, rounded and ready to commit."""
+    config, fixture, transfer = result["configuration"], result["fixture"], result["transfer"]
+    normalised = {
+        "schema_version": result["schema_version"],
+        "configuration": {key: value for key, value in config.items() if key != "repeat"},
+        "fixture": {
+            key: fixture[key]
+            for key in ("memory_count", "query_count", "negative_query_count", "category_counts")
+        },
+        "metrics": result["metrics"],
+        "transfer": dict(transfer.items()),
+        "queries": [
+            {
+                "query_id": q["query_id"],
+                "category": q["category"],
+                "identifier": q["identifier"],
+                "results": [
+                    {
+                        "rank": r["rank"],
+                        "memory_id": r["memory_id"],
+                        "grade": r["grade"],
+                        "score": r["score"],
+                    }
+                    for r in q["results"]
+                ],
+                "missed": [
+                    {"memory_id": m["memory_id"], "reason": m["reason"]} for m in q["missed"]
+                ],
+                "failures": q["failures"],
+            }
+            for q in result["queries"]
+        ],
+        "failed_query_ids": result["failed_query_ids"],
+        "recommendation": {key: result["recommendation"][key] for key in ("rule", "code", "text")},
+    }
+    return _round(normalised)
+
+
+def dumps(document: dict[str, Any]) -> str:
+    """Stable text: sorted keys, two-space indent, UTF-8, trailing newline."""
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def load_baseline(path: Path) -> dict[str, Any]:
+    """Read a baseline file.
+
+    Raises:
+        EvalError: the file is missing or is not a JSON object.
+    """
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise EvalError(f"{path}: no baseline (create one with --update-baseline)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise EvalError(f"{path}: cannot read the baseline: {exc}") from None
+    if not isinstance(document, dict):
+        raise EvalError(f"{path}: expected a JSON object, found {type(document).__name__}")
+    return document
+
+
+def _key(item: Any, index: int) -> str:
+    if isinstance(item, dict):
+        for field in ("query_id", "rank", "memory_id"):
+            if field in item:
+                return f"{field}={item[field]}"
+    return str(index)
+
+
+def flatten(value: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
+    """Leaves of a document by path; list items are keyed by their id (query_id, rank, ...)."""
+    if isinstance(value, dict):
+        leaves: dict[tuple[str, ...], Any] = {}
+        for key, item in value.items():
+            leaves.update(flatten(item, (*path, str(key))))
+        return leaves
+    if isinstance(value, list) and any(isinstance(item, dict) for item in value):
+        leaves = {}
+        for index, item in enumerate(value):
+            leaves.update(flatten(item, (*path, _key(item, index))))
+        return leaves
+    if isinstance(value, list):
+        return {path: ", ".join(map(str, value)) if value else "[]"}
+    return {path: value}
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineDiff:
+    """How a run differs from the baseline.
+
+    Attributes:
+        changed: (where, field, baseline, now) for every leaf that differs.
+        regressions: gated metrics that fell, and categories that disappeared.
+        improvements: gated metrics that rose.
+    """
+
+    changed: tuple[tuple[str, str, Any, Any], ...]
+    regressions: tuple[str, ...]
+    improvements: tuple[str, ...]
+
+    @property
+    def identical(self) -> bool:
+        return not self.changed
+
+
+_MISSING = "(absent)"
+
+
+def _directional(baseline: dict[str, Any], now: dict[str, Any]) -> tuple[list[str], list[str]]:
+    def blocks(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        metrics = document.get("metrics", {})
+        return {"overall": metrics.get("overall", {}), **metrics.get("by_category", {})}
+
+    before, after = blocks(baseline), blocks(now)
+    regressions, improvements = [], []
+    for category, metrics in before.items():
+        if category not in after:
+            regressions.append(f"{category}: the category disappeared")
+            continue
+        for metric in GATED:
+            old = (metrics.get(metric) or {}).get("value")
+            new = (after[category].get(metric) or {}).get("value")
+            if old is None:
+                continue
+            if new is None or new < old - 1e-12:
+                regressions.append(f"{category}: {metric} fell from {old:.4f} to {new}")
+            elif new > old + 1e-12:
+                improvements.append(f"{category}: {metric} rose from {old:.4f} to {new:.4f}")
+    return regressions, improvements
+
+
+def compare(baseline: dict[str, Any], now: dict[str, Any]) -> BaselineDiff:
+    """Diff a normalised run against a baseline, leaf by leaf, plus the directional check."""
+    old, new = flatten(baseline), flatten(now)
+    changed = []
+    for path in sorted(set(old) | set(new)):
+        a, b = old.get(path, _MISSING), new.get(path, _MISSING)
+        if a != b:
+            where = "/".join(path[:2]) if path[0] in {"queries", "metrics"} else path[0]
+            field = "/".join(path[2:] if path[0] in {"queries", "metrics"} else path[1:])
+            changed.append((where, field or "-", a, b))
+    regressions, improvements = _directional(baseline, now)
+    return BaselineDiff(tuple(changed), tuple(regressions), tuple(improvements))
+
+
+def render_diff(diff: BaselineDiff, *, limit: int = 60) -> str:
+    """A readable table of the rows that changed, then the directional verdict."""
+    if diff.identical:
+        return "baseline: identical"
+    lines = [
+        f"baseline: {len(diff.changed)} row(s) changed",
+        "",
+        "| where | field | baseline | now |",
+    ]
+    lines.append("|---|---|---|---|")
+    for where, field, a, b in diff.changed[:limit]:
+        lines.append(f"| {where} | {field} | {a} | {b} |")
+    if len(diff.changed) > limit:
+        lines.append(f"| ... | {len(diff.changed) - limit} more | | |")
+    lines.append("")
+    for regression in diff.regressions:
+        lines.append(f"WORSE  {regression}")
+    for improvement in diff.improvements:
+        lines.append(f"better {improvement}")
+    if not diff.regressions and not diff.improvements:
+        lines.append("No gated metric (recall_at_k, mrr_at_k) moved in any category.")
+    lines.append("")
+    lines.append("If the change is intended, regenerate with --update-baseline and explain it.")
+    return "\n".join(lines)

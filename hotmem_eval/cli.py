@@ -1,0 +1,180 @@
+"""``hotmem-eval`` (and ``scripts/retrieval_eval.py``): run the evaluation, or query runs.
+
+::
+
+    hotmem-eval [run] [--corpus P] [--queries P] [--output P] [--report P] [--top-k N]
+                [--repeat N] [--export-dir D] [--baseline P] [--check-baseline | --update-baseline]
+    hotmem-eval query DIR [DIR ...] SQL [--format table|csv|json]
+
+Exit codes: 0 success; 1 evaluator failure; 2 invalid input (every problem as
+``path:line: reason``) or usage; 3 the run differs from the baseline (``--check-baseline``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from hotmem.errors import HotmemError
+from hotmem.search import MAX_LIMIT
+from hotmem_eval.errors import EvalError, FixtureError
+
+__all__ = ["EXIT_BASELINE", "EXIT_FAILURE", "EXIT_INVALID", "EXIT_OK", "main"]
+
+EXIT_OK, EXIT_FAILURE, EXIT_INVALID, EXIT_BASELINE = 0, 1, 2, 3
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE_DIR = ROOT / "benchmarks" / "retrieval"
+
+
+def _bounded(low: int, high: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, found {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected {low}..{high}, found {value}")
+        return value
+
+    return parse
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hotmem-eval",
+        description="Evaluate HotMem retrieval on a fixture: metrics, failure reasons, "
+        "transfer invariance, timings and a recommendation.",
+        epilog="Use 'hotmem-eval query DIR... SQL' to query exported runs.",
+    )
+    parser.add_argument("--corpus", type=Path, default=FIXTURE_DIR / "corpus.jsonl")
+    parser.add_argument("--queries", type=Path, default=FIXTURE_DIR / "queries.jsonl")
+    parser.add_argument("--output", type=Path, help="write the JSON result here")
+    parser.add_argument("--report", type=Path, help="write the Markdown report here")
+    parser.add_argument("--top-k", type=_bounded(1, MAX_LIMIT), default=5)
+    parser.add_argument(
+        "--repeat", type=_bounded(1, 1000), default=1, help="searches per query (latency only)"
+    )
+    parser.add_argument("--export-dir", type=Path, help="write Parquet/CSV tables here")
+    parser.add_argument("--baseline", type=Path, default=FIXTURE_DIR / "baseline.json")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--check-baseline", action="store_true", help="diff the run against the baseline"
+    )
+    mode.add_argument(
+        "--update-baseline", action="store_true", help="rewrite the baseline from this run"
+    )
+    return parser
+
+
+def _query_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hotmem-eval query",
+        description="Run SQL over exported runs: every table is a view with a 'run' column; "
+        "with one run, each SQL file is a view sql_<name>.",
+    )
+    parser.add_argument("arguments", nargs="+", metavar="DIR... SQL")
+    parser.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    return parser
+
+
+def git_commit() -> str | None:
+    """The checkout's commit, or None outside a git checkout."""
+    try:
+        completed = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = completed.stdout.strip()
+    return commit if completed.returncode == 0 and commit else None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from hotmem_eval import baseline as baseline_module
+    from hotmem_eval.evaluate import evaluate
+    from hotmem_eval.fixtures import load_fixture
+    from hotmem_eval.outputs import write_exports, write_text
+    from hotmem_eval.report import render_markdown
+    from hotmem_eval.result import build_result
+
+    fixture = load_fixture(args.corpus, args.queries)
+    for warning in fixture.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="hotmem-eval-") as workdir:
+        run = evaluate(fixture, Path(workdir), top_k=args.top_k, repeat=args.repeat)
+    result = build_result(run, generated_at=datetime.now(UTC), git_commit=git_commit())
+    markdown = render_markdown(result)
+    normalised = baseline_module.normalise(result)
+
+    code = EXIT_OK
+    if args.check_baseline:
+        diff = baseline_module.compare(baseline_module.load_baseline(args.baseline), normalised)
+        print(baseline_module.render_diff(diff), file=sys.stderr)
+        code = EXIT_OK if diff.identical else EXIT_BASELINE
+    if args.update_baseline:
+        write_text(args.baseline, baseline_module.dumps(normalised))
+        print(f"baseline written: {args.baseline}", file=sys.stderr)
+    if args.output:
+        write_text(
+            args.output, json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        )
+    if args.report:
+        write_text(args.report, markdown)
+    if args.export_dir:
+        write_exports(run, args.export_dir, result=result)
+    if not (args.output or args.report or args.export_dir):
+        sys.stdout.write(markdown)
+    return code
+
+
+def _query(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from hotmem_eval.query import run_query
+
+    if len(args.arguments) < 2:
+        parser.error("expected at least one run directory and then the SQL")
+    *directories, sql = args.arguments
+    sys.stdout.write(run_query([Path(d) for d in directories], sql, fmt=args.format))
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``hotmem-eval``; return the exit code."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if arguments[:1] == ["query"]:
+            parser = _query_parser()
+            return _query(parser.parse_args(arguments[1:]), parser)
+        if arguments[:1] == ["run"]:
+            arguments = arguments[1:]
+        return _run(_run_parser().parse_args(arguments))
+    except FixtureError as exc:
+        for problem in exc.problems:
+            print(
+                problem if problem.severity == "error" else f"warning: {problem}", file=sys.stderr
+            )
+        errors = sum(1 for p in exc.problems if p.severity == "error")
+        print(f"hotmem-eval: invalid fixture: {errors} error(s)", file=sys.stderr)
+        return EXIT_INVALID
+    except EvalError as exc:
+        print(f"hotmem-eval: {exc}", file=sys.stderr)
+        return EXIT_INVALID if arguments[:1] == ["query"] else EXIT_FAILURE
+    except HotmemError as exc:
+        print(f"hotmem-eval: evaluator failure: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except OSError as exc:
+        print(f"hotmem-eval: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""The deterministic recommendation for the next retrieval investment.
+
+Six rules from the retrieval-evaluation ticket. Rules 1-4 are tried in order and the first
+that applies is the recommendation; rules 5 and 6 are standing guards reported with every
+recommendation. They are prioritisation rules for the next change, not release thresholds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["GUARDS", "RULES", "Evidence", "Recommendation", "Rule", "recommend"]
+
+SEMANTIC, LEXICAL = "semantic_paraphrase", "exact_lexical"
+#: Rule 2 fires when paraphrase recall trails exact-lexical recall by at least this much.
+RECALL_GAP = 0.15
+#: Rule 3 fires when more than this share of near-duplicate top-k slots repeat a group.
+DUPLICATE_SLOT_LIMIT = 0.20
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """The numbers the rules read.
+
+    Attributes:
+        top_k: the run's k.
+        equivalent_queries: queries whose top k survived snapshot -> verify -> hydrate intact.
+        total_queries: queries compared after hydration.
+        recall_at_k: per-category macro recall@k (None when the category has no positives).
+        duplicate_slots: duplicate top-k slots of near_duplicate_diversity queries.
+        filled_slots: filled top-k slots of those queries.
+    """
+
+    top_k: int
+    equivalent_queries: int
+    total_queries: int
+    recall_at_k: dict[str, float | None]
+    duplicate_slots: int
+    filled_slots: int
+
+    @property
+    def duplicate_slot_rate(self) -> float | None:
+        return self.duplicate_slots / self.filled_slots if self.filled_slots else None
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A numbered rule: when it applies, and what it says (with the numbers that fired it)."""
+
+    number: int
+    code: str
+    applies: Callable[[Evidence], bool]
+    explain: Callable[[Evidence], str]
+
+
+@dataclass(frozen=True, slots=True)
+class Recommendation:
+    """The chosen rule, its text, and the standing guards."""
+
+    rule: int
+    code: str
+    text: str
+    guards: tuple[str, ...]
+
+
+def _gap(e: Evidence) -> float | None:
+    semantic, lexical = e.recall_at_k.get(SEMANTIC), e.recall_at_k.get(LEXICAL)
+    if semantic is None or lexical is None:
+        return None
+    return lexical - semantic
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        1,
+        "fix_transfer_compatibility",
+        lambda e: e.equivalent_queries != e.total_queries,
+        lambda e: (
+            f"Snapshot/hydration logical equivalence is {e.equivalent_queries}/"
+            f"{e.total_queries}, not 100%: fix clone/index compatibility before any retrieval "
+            "feature."
+        ),
+    ),
+    Rule(
+        2,
+        "portable_semantic_embeddings",
+        lambda e: (gap := _gap(e)) is not None and gap >= RECALL_GAP - 1e-12,
+        lambda e: (
+            f"semantic_paraphrase Recall@{e.top_k} ({_fmt(e.recall_at_k.get(SEMANTIC))}) is "
+            f"{_fmt(_gap(e))} below exact_lexical Recall@{e.top_k} "
+            f"({_fmt(e.recall_at_k.get(LEXICAL))}), at least {RECALL_GAP:.2f}: build portable "
+            "semantic embeddings next (portable derived-index contract and optional semantic "
+            "embedder)."
+        ),
+    ),
+    Rule(
+        3,
+        "deterministic_reranking",
+        lambda e: (rate := e.duplicate_slot_rate) is not None and rate > DUPLICATE_SLOT_LIMIT,
+        lambda e: (
+            f"near_duplicate_diversity duplicate-slot rate at {e.top_k} is "
+            f"{_fmt(e.duplicate_slot_rate)} ({e.duplicate_slots}/{e.filled_slots} slots), above "
+            f"{DUPLICATE_SLOT_LIMIT:.2f}: build the optional deterministic reranking hook next "
+            "(evidence-gated, with a deterministic local fallback)."
+        ),
+    ),
+    Rule(
+        4,
+        "retain_and_expand_fixtures",
+        lambda e: True,
+        lambda e: (
+            f"Transfer is {e.equivalent_queries}/{e.total_queries}, the paraphrase gap is "
+            f"{_fmt(_gap(e))} (< {RECALL_GAP:.2f}) and the duplicate-slot rate is "
+            f"{_fmt(e.duplicate_slot_rate)} (<= {DUPLICATE_SLOT_LIMIT:.2f}): retain the current "
+            "stack and expand the fixtures before adding retrieval complexity."
+        ),
+    ),
+)
+
+GUARDS: tuple[str, ...] = (
+    "Rule 5: entity extraction is never recommended from this benchmark alone; entity "
+    "enrichment needs a separate product and schema decision.",
+    "Rule 6: no hosted or learned reranker until a first-stage retrieval benchmark shows a "
+    "candidate-ranking problem that fusion or MMR cannot address.",
+)
+
+
+def recommend(evidence: Evidence) -> Recommendation:
+    """Apply rules 1-4 in order; the first that applies is the recommendation."""
+    for rule in RULES:
+        if rule.applies(evidence):
+            return Recommendation(rule.number, rule.code, rule.explain(evidence), GUARDS)
+    raise AssertionError("rule 4 always applies")  # pragma: no cover

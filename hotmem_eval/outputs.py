@@ -1,0 +1,148 @@
+"""Writing a run's outputs: JSON, Markdown, and the Parquet/CSV export directory.
+
+Every file is written to a temporary sibling and renamed into place, so an interrupted run
+never leaves a half-written output; nothing is written until the run has succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hotmem_eval.evaluate import EvalRun
+from hotmem_eval.sqlfiles import sql_files
+
+__all__ = ["EXPORT_TABLES", "MANIFEST", "atomic_write", "export_tables", "write_exports"]
+
+MANIFEST = "manifest.json"
+#: table name -> what one row is. Column names are the canonical ones the SQL files read.
+EXPORT_TABLES = {
+    "results": "one returned slot: query_id, rank, memory_id, identifier, grade, score, components",
+    "queries": "one fixture query: query_id, category, query, identifier (scope), notes",
+    "qrels": "one graded (query_id, memory_id) pair, grade 0..3",
+    "groups": "one (query_id, memory_id) in a near-duplicate group, group_id",
+    "memories": "one corpus memory: memory_id, identifier, fact, importance, tags, created_at",
+    "per_query_metrics": "one (query_id, metric): value, numerator, denominator, applicable",
+    "category_metrics": "one (category, metric) incl. overall: value, n/d, query_count",
+    "misses": "one relevant memory missed from a query's top k, with the reason",
+    "transfer": "one (query_id, rank) compared before/after snapshot -> verify -> hydrate",
+}
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write`` on a temporary file beside ``path``, then rename it onto ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(handle)
+    try:
+        write(Path(temporary))
+        # mkstemp creates the file 0600; an output gets the usual permissions (umask applied).
+        os.chmod(temporary, 0o666 & ~_umask())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write UTF-8 text atomically."""
+    atomic_write(path, lambda target: target.write_text(text, encoding="utf-8"))
+
+
+def export_tables(run: EvalRun) -> dict[str, pa.Table]:
+    """The run's tables, as Arrow, in the canonical column names."""
+    fixture = run.fixture
+    grades = pl.from_arrow(fixture.qrels).select("query_id", "memory_id", "grade")
+    results = (
+        run.results.join(grades, on=["query_id", "memory_id"], how="left")
+        .with_columns(pl.col("grade").fill_null(0).cast(pl.Int8))
+        .select(
+            "query_id",
+            "rank",
+            "memory_id",
+            "identifier",
+            "grade",
+            "score",
+            "cosine",
+            "bm25_raw",
+            "bm25_normalised",
+            "importance",
+        )
+        .sort("query_id", "rank")
+    )
+    misses = pl.DataFrame(
+        [
+            {
+                "query_id": m.query_id,
+                "memory_id": m.memory_id,
+                "grade": m.grade,
+                "reason": m.reason,
+                "detail": m.detail,
+                "score": m.score,
+                "cosine": m.cosine,
+                "bm25_raw": m.bm25_raw,
+                "candidate_rank": m.candidate_rank,
+            }
+            for m in run.misses
+        ],
+        schema={
+            "query_id": pl.String,
+            "memory_id": pl.String,
+            "grade": pl.Int8,
+            "reason": pl.String,
+            "detail": pl.String,
+            "score": pl.Float64,
+            "cosine": pl.Float64,
+            "bm25_raw": pl.Float64,
+            "candidate_rank": pl.Int32,
+        },
+    )
+    return {
+        "results": results.to_arrow(),
+        "queries": fixture.queries.drop_columns(["line"]),
+        "qrels": fixture.qrels,
+        "groups": fixture.groups,
+        "memories": fixture.corpus.drop_columns(["line"]),
+        "per_query_metrics": run.per_query.to_arrow(),
+        "category_metrics": run.aggregate.to_arrow(),
+        "misses": misses.to_arrow(),
+        "transfer": run.transfer.comparison,
+    }
+
+
+def write_exports(run: EvalRun, directory: Path, *, result: dict[str, Any]) -> list[Path]:
+    """Write every export table as Parquet (and category_metrics as CSV) plus a manifest."""
+    written = []
+    for name, table in export_tables(run).items():
+        path = directory / f"{name}.parquet"
+        atomic_write(path, lambda target, t=table: pq.write_table(t, target))
+        written.append(path)
+    csv = directory / "category_metrics.csv"
+    atomic_write(csv, lambda target: run.aggregate.write_csv(target))
+    written.append(csv)
+    manifest = {
+        "schema_version": result["schema_version"],
+        "generated_at": result["generated_at"],
+        "top_k": run.top_k,
+        "tables": {name: f"{name}.parquet" for name in EXPORT_TABLES},
+        "table_rows": dict(EXPORT_TABLES.items()),
+        "sql_files": {name: file.version for name, file in sql_files().items()},
+        "recommendation": result["recommendation"]["code"],
+    }
+    write_text(directory / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    written.append(directory / MANIFEST)
+    return written

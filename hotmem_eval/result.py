@@ -1,0 +1,227 @@
+"""The machine-readable result of a run (JSON), as described by
+``benchmarks/retrieval/result.schema.json``."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+import hotmem
+from hotmem.fts import FTS_TOKENIZER
+from hotmem_eval.attribution import Miss
+from hotmem_eval.evaluate import EvalRun
+from hotmem_eval.fixture_schema import CATEGORIES, NEGATIVE_CATEGORY, RELEVANT_GRADE
+from hotmem_eval.metric_registry import OVERALL
+
+__all__ = ["SCHEMA_VERSION", "TIMINGS_NOTE", "build_result", "latency_quantiles"]
+
+SCHEMA_VERSION = 1
+TIMINGS_NOTE = (
+    "Local diagnostics measured on this machine in this run; not a cross-machine performance "
+    "guarantee."
+)
+QUANTILE_METHOD = "linear interpolation between closest ranks (numpy/polars 'linear')"
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def latency_quantiles(latencies_ms: tuple[float, ...]) -> dict[str, float | int | str | None]:
+    """p50 and p95 of the search latencies, with linear interpolation."""
+    series = pl.Series("ms", latencies_ms, dtype=pl.Float64)
+    empty = series.len() == 0
+    return {
+        "p50": None if empty else series.quantile(0.50, interpolation="linear"),
+        "p95": None if empty else series.quantile(0.95, interpolation="linear"),
+        "samples": series.len(),
+        "quantile_method": QUANTILE_METHOD,
+    }
+
+
+def _metrics(aggregate: pl.DataFrame) -> dict[str, Any]:
+    blocks: dict[str, dict[str, Any]] = {}
+    for row in aggregate.iter_rows(named=True):
+        blocks.setdefault(row["category"], {})[row["metric"]] = {
+            "value": row["value"],
+            "numerator": row["numerator"],
+            "denominator": row["denominator"],
+            "query_count": row["query_count"],
+        }
+    overall = blocks.pop(OVERALL)
+    ordered = [c for c in CATEGORIES if c in blocks] + sorted(set(blocks) - set(CATEGORIES))
+    return {"overall": overall, "by_category": {c: blocks[c] for c in ordered}}
+
+
+def _components(row: dict[str, Any]) -> dict[str, Any]:
+    return {key: row[key] for key in ("cosine", "bm25_raw", "bm25_normalised", "importance")}
+
+
+def _miss(miss: Miss) -> dict[str, Any]:
+    return {
+        "memory_id": miss.memory_id,
+        "grade": miss.grade,
+        "reason": miss.reason,
+        "detail": miss.detail,
+        "score": miss.score,
+        "components": {
+            "cosine": miss.cosine,
+            "bm25_raw": miss.bm25_raw,
+            "bm25_normalised": miss.bm25_normalised,
+            "importance": miss.importance,
+        },
+        "candidate_rank": miss.candidate_rank,
+        "outranked_by": [
+            {
+                "memory_id": o.memory_id,
+                "rank": o.rank,
+                "score": o.score,
+                "margin": o.margin,
+                "components": {
+                    "cosine": o.cosine,
+                    "bm25_normalised": o.bm25_normalised,
+                    "importance": o.importance,
+                },
+            }
+            for o in miss.outranked_by
+        ],
+    }
+
+
+def _queries(run: EvalRun) -> list[dict[str, Any]]:
+    grades: dict[str, dict[str, int]] = {}
+    for row in run.fixture.qrels.to_pylist():
+        grades.setdefault(row["query_id"], {})[row["memory_id"]] = row["grade"]
+    slots: dict[str, list[dict[str, Any]]] = {}
+    for row in run.results.sort("query_id", "rank").iter_rows(named=True):
+        slots.setdefault(row["query_id"], []).append(row)
+    misses: dict[str, list[Miss]] = {}
+    for miss in run.misses:
+        misses.setdefault(miss.query_id, []).append(miss)
+    metrics: dict[str, dict[str, Any]] = {}
+    for row in run.per_query.filter(pl.col("applicable")).iter_rows(named=True):
+        metrics.setdefault(row["query_id"], {})[row["metric"]] = row["value"]
+
+    entries = []
+    for query in run.fixture.queries.to_pylist():
+        query_id, scope = query["query_id"], query["identifier"]
+        graded = grades.get(query_id, {})
+        returned = slots.get(query_id, [])
+        failures = []
+        if misses.get(query_id):
+            failures.append("missed_relevant")
+        if returned and not any(g >= 1 for g in graded.values()):
+            failures.append("false_positive")
+        if scope is not None and any(r["identifier"] != scope for r in returned):
+            failures.append("scope_leak")
+        entries.append(
+            {
+                "query_id": query_id,
+                "category": query["category"],
+                "query": query["query"],
+                "identifier": scope,
+                "relevance": dict(sorted(graded.items())),
+                "results": [
+                    {
+                        "rank": r["rank"],
+                        "memory_id": r["memory_id"],
+                        "identifier": r["identifier"],
+                        "grade": graded.get(r["memory_id"], 0),
+                        "score": r["score"],
+                        "components": _components(r),
+                    }
+                    for r in returned
+                ],
+                "metrics": metrics.get(query_id, {}),
+                "missed": [_miss(m) for m in misses.get(query_id, [])],
+                "failures": failures,
+            }
+        )
+    return entries
+
+
+def _timings(run: EvalRun) -> dict[str, Any]:
+    t = run.transfer
+    records = t.source_rows
+
+    def rate(seconds: float) -> float | None:
+        return records / seconds if seconds > 0 else None
+
+    return {
+        "note": TIMINGS_NOTE,
+        "query_latency_ms": latency_quantiles(run.latencies_ms),
+        "ingest_records_per_s": rate(run.ingest_s),
+        "snapshot_records_per_s": rate(t.snapshot_s),
+        "snapshot_mb_per_s": t.package_bytes / 1e6 / t.snapshot_s if t.snapshot_s > 0 else None,
+        "verify_records_per_s": rate(t.verify_s),
+        "hydrate_records_per_s": rate(t.hydrate_s),
+        "package_bytes": t.package_bytes,
+        "cold_start_to_first_query_ms": t.cold_start_s * 1000.0,
+    }
+
+
+def _transfer(run: EvalRun) -> dict[str, Any]:
+    t = run.transfer
+    return {
+        "equivalent_queries": t.equivalent_queries,
+        "total_queries": t.total_queries,
+        "rate": t.equivalent_queries / t.total_queries if t.total_queries else None,
+        "source_rows": t.source_rows,
+        "hydrated_rows": t.hydrated_rows,
+        "fts_integrity": {"source": t.source_fts_integrity, "hydrated": t.hydrated_fts_integrity},
+        "verify": {"ok": t.verify_ok, "problems": list(t.verify_problems)},
+        "drift": [dict(d) for d in t.drift],
+    }
+
+
+def build_result(run: EvalRun, *, generated_at: datetime, git_commit: str | None) -> dict[str, Any]:
+    """The JSON document of a run (see ``result.schema.json``)."""
+    fixture = run.fixture
+    queries = _queries(run)
+    categories = Counter(fixture.queries.column("category").to_pylist())
+    recommendation = run.recommendation
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "generated_at": generated_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "hotmem": {"version": hotmem.__version__, "git_commit": git_commit},
+        "configuration": {
+            "embedding": {"model": hotmem.MODEL_NAME, "dimension": hotmem.DIMENSION},
+            "weights": {
+                "cosine": hotmem.WEIGHTS.cosine,
+                "bm25": hotmem.WEIGHTS.bm25,
+                "importance": hotmem.WEIGHTS.importance,
+            },
+            "min_similarity": hotmem.MIN_SIMILARITY,
+            "fts_tokenizer": FTS_TOKENIZER,
+            "top_k": run.top_k,
+            "repeat": run.repeat,
+            "relevant_grade": RELEVANT_GRADE,
+        },
+        "fixture": {
+            "corpus": str(fixture.corpus_path),
+            "queries": str(fixture.queries_path),
+            "corpus_sha256": _sha256(fixture.corpus_path),
+            "queries_sha256": _sha256(fixture.queries_path),
+            "memory_count": fixture.corpus.num_rows,
+            "query_count": fixture.queries.num_rows,
+            "negative_query_count": categories.get(NEGATIVE_CATEGORY, 0),
+            "category_counts": {c: categories[c] for c in sorted(categories)},
+            "warnings": [str(w) for w in fixture.warnings],
+        },
+        "metrics": _metrics(run.aggregate),
+        "transfer": _transfer(run),
+        "timings": _timings(run),
+        "queries": queries,
+        "failed_query_ids": [q["query_id"] for q in queries if q["failures"]],
+        "recommendation": {
+            "rule": recommendation.rule,
+            "code": recommendation.code,
+            "text": recommendation.text,
+            "guards": list(recommendation.guards),
+        },
+    }

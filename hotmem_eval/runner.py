@@ -1,0 +1,90 @@
+"""Run every fixture query through the production ``search_memories`` into an Arrow table."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+import hotmem
+from hotmem_eval.errors import EvalError
+
+__all__ = ["RESULTS_SCHEMA", "QueryRun", "result_rows", "run_queries"]
+
+#: One row per returned slot: the canonical columns of the metric engine and the SQL files,
+#: plus the score components that explain the rank.
+RESULTS_SCHEMA = pa.schema(
+    [
+        pa.field("query_id", pa.string(), nullable=False),
+        pa.field("rank", pa.int32(), nullable=False),
+        pa.field("memory_id", pa.string(), nullable=False),
+        pa.field("identifier", pa.string(), nullable=False),
+        pa.field("score", pa.float64(), nullable=False),
+        pa.field("cosine", pa.float64(), nullable=False),
+        pa.field("bm25_raw", pa.float64(), nullable=True),
+        pa.field("bm25_normalised", pa.float64(), nullable=False),
+        pa.field("importance", pa.float64(), nullable=False),
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRun:
+    """The results of one pass over the queries, and the latency of every search call.
+
+    Attributes:
+        results: ``RESULTS_SCHEMA`` rows, sorted by (query_id, rank).
+        latencies_ms: wall time of every ``search_memories`` call, repeats included.
+    """
+
+    results: pa.Table
+    latencies_ms: tuple[float, ...]
+
+
+def result_rows(query_id: str, results: list[hotmem.SearchResult]) -> list[dict[str, object]]:
+    """Turn one query's ranked results into ``RESULTS_SCHEMA`` rows."""
+    return [
+        {
+            "query_id": query_id,
+            "rank": r.rank,
+            "memory_id": r.memory_id,
+            "identifier": r.identifier,
+            "score": r.score,
+            "cosine": r.components.cosine,
+            "bm25_raw": r.components.bm25_raw,
+            "bm25_normalised": r.components.bm25_normalised,
+            "importance": r.components.importance,
+        }
+        for r in results
+    ]
+
+
+def run_queries(
+    store: hotmem.MemoryStore, queries: pa.Table, *, top_k: int, repeat: int = 1
+) -> QueryRun:
+    """Search every query ``repeat`` times (scoped by its identifier when it has one).
+
+    Raises:
+        EvalError: a repeat returned different results: retrieval is not deterministic.
+    """
+    rows: list[dict[str, object]] = []
+    latencies: list[float] = []
+    for query in queries.select(["query_id", "query", "identifier"]).to_pylist():
+        first: list[dict[str, object]] | None = None
+        for _ in range(repeat):
+            started = time.perf_counter()
+            found = hotmem.search_memories(
+                store, query["query"], identifier=query["identifier"], limit=top_k
+            )
+            latencies.append((time.perf_counter() - started) * 1000.0)
+            current = result_rows(query["query_id"], found)
+            if first is None:
+                first = current
+            elif current != first:
+                raise EvalError(
+                    f"query_id={query['query_id']!r} returned different results on a repeat: "
+                    "retrieval is not deterministic"
+                )
+        rows.extend(first or [])
+    return QueryRun(pa.Table.from_pylist(rows, schema=RESULTS_SCHEMA), tuple(latencies))

@@ -1,0 +1,190 @@
+"""Transfer invariance: snapshot, verify, hydrate into a clean target, and compare retrieval.
+
+Also times each step and a cold start (a fresh process opens the hydrated store and answers
+one query), as local diagnostics.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+import hotmem
+from hotmem_eval.errors import EvalError
+from hotmem_eval.runner import run_queries
+
+__all__ = ["TRANSFER_SCHEMA", "TransferOutcome", "compare_results", "run_transfer"]
+
+#: One row per (query, rank) present in either run: the transfer comparison export.
+TRANSFER_SCHEMA = pa.schema(
+    [
+        pa.field("query_id", pa.string(), nullable=False),
+        pa.field("rank", pa.int32(), nullable=False),
+        pa.field("source_memory_id", pa.string(), nullable=True),
+        pa.field("hydrated_memory_id", pa.string(), nullable=True),
+        pa.field("source_score", pa.float64(), nullable=True),
+        pa.field("hydrated_score", pa.float64(), nullable=True),
+        pa.field("same_memory", pa.bool_(), nullable=False),
+        pa.field("same_score", pa.bool_(), nullable=False),
+    ]
+)
+
+_COLD_START = """
+import sys
+import hotmem
+with hotmem.open_store(sys.argv[1]) as store:
+    found = hotmem.search_memories(store, sys.argv[2], limit=5)
+print(len(found), flush=True)
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class TransferOutcome:
+    """What snapshot -> verify -> hydrate did to retrieval, and how long each step took."""
+
+    comparison: pa.Table
+    drift: tuple[dict[str, object], ...]
+    equivalent_queries: int
+    total_queries: int
+    source_rows: int
+    hydrated_rows: int
+    source_fts_integrity: str
+    hydrated_fts_integrity: str
+    verify_ok: bool
+    verify_problems: tuple[str, ...]
+    package_bytes: int
+    snapshot_s: float
+    verify_s: float
+    hydrate_s: float
+    cold_start_s: float
+
+
+def compare_results(
+    source: pa.Table, hydrated: pa.Table, query_ids: list[str]
+) -> tuple[pa.Table, tuple[dict[str, object], ...], int]:
+    """Compare two runs slot by slot; return the comparison rows, per-query drift, and the
+    number of queries whose ordered ids, scores and components are identical."""
+
+    def by_query(table: pa.Table) -> dict[str, list[dict[str, object]]]:
+        grouped: dict[str, list[dict[str, object]]] = {}
+        for row in table.sort_by([("query_id", "ascending"), ("rank", "ascending")]).to_pylist():
+            grouped.setdefault(row["query_id"], []).append(row)
+        return grouped
+
+    before, after = by_query(source), by_query(hydrated)
+    rows: list[dict[str, object]] = []
+    drift: list[dict[str, object]] = []
+    equivalent = 0
+    for query_id in query_ids:
+        a, b = before.get(query_id, []), after.get(query_id, [])
+        for rank in range(1, max(len(a), len(b)) + 1):
+            x = a[rank - 1] if rank <= len(a) else None
+            y = b[rank - 1] if rank <= len(b) else None
+            rows.append(
+                {
+                    "query_id": query_id,
+                    "rank": rank,
+                    "source_memory_id": x and x["memory_id"],
+                    "hydrated_memory_id": y and y["memory_id"],
+                    "source_score": x and x["score"],
+                    "hydrated_score": y and y["score"],
+                    "same_memory": bool(x and y and x["memory_id"] == y["memory_id"]),
+                    "same_score": bool(x and y and x["score"] == y["score"]),
+                }
+            )
+        if a == b:
+            equivalent += 1
+            continue
+        ids_a, ids_b = [r["memory_id"] for r in a], [r["memory_id"] for r in b]
+        kind = ("order" if sorted(ids_a) == sorted(ids_b) else "ids") if ids_a != ids_b else "score"
+        worst = max((abs(x["score"] - y["score"]) for x, y in zip(a, b, strict=False)), default=0.0)
+        drift.append(
+            {
+                "query_id": query_id,
+                "kind": kind,
+                "source_ids": ids_a,
+                "hydrated_ids": ids_b,
+                "max_score_difference": worst,
+            }
+        )
+    return pa.Table.from_pylist(rows, schema=TRANSFER_SCHEMA), tuple(drift), equivalent
+
+
+def _fts_integrity(store: hotmem.MemoryStore) -> str:
+    try:
+        store.connection.execute("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')")
+    except sqlite3.DatabaseError as exc:  # a corrupt index is a finding, not a crash
+        return f"failed: {exc}"
+    return "ok"
+
+
+def _cold_start(database: Path, query: str, workdir: Path) -> float:
+    """Seconds from spawning a fresh Python to its first search result."""
+    environment = {**os.environ, "HOTMEM_HOME": str(workdir / "home")}
+    started = time.perf_counter()
+    completed = subprocess.run(
+        [sys.executable, "-c", _COLD_START, str(database), query],
+        capture_output=True,
+        text=True,
+        env=environment,
+        check=False,
+    )
+    elapsed = time.perf_counter() - started
+    if completed.returncode != 0:
+        raise EvalError(f"cold-start process failed: {completed.stderr.strip()[-500:]}")
+    return elapsed
+
+
+def run_transfer(
+    store: hotmem.MemoryStore,
+    queries: pa.Table,
+    source_results: pa.Table,
+    workdir: Path,
+    *,
+    top_k: int,
+) -> TransferOutcome:
+    """Snapshot ``store``, verify and hydrate the package into a new store in ``workdir``,
+    re-run every query there and compare with ``source_results``."""
+    package = workdir / "transfer.hotmem"
+    target = workdir / "hydrated.db"
+    started = time.perf_counter()
+    store.snapshot(package)
+    snapshot_s = time.perf_counter() - started
+    started = time.perf_counter()
+    report = hotmem.verify_snapshot(package)
+    verify_s = time.perf_counter() - started
+    started = time.perf_counter()
+    hotmem.hydrate(package, target)
+    hydrate_s = time.perf_counter() - started
+    first_query = queries.column("query")[0].as_py() if queries.num_rows else ""
+    cold_start_s = _cold_start(target, first_query, workdir)
+    with hotmem.open_store(target) as hydrated:
+        rerun = run_queries(hydrated, queries, top_k=top_k)
+        comparison, drift, equivalent = compare_results(
+            source_results, rerun.results, queries.column("query_id").to_pylist()
+        )
+        hydrated_rows, hydrated_integrity = hydrated.count(), _fts_integrity(hydrated)
+    return TransferOutcome(
+        comparison=comparison,
+        drift=drift,
+        equivalent_queries=equivalent,
+        total_queries=queries.num_rows,
+        source_rows=store.count(),
+        hydrated_rows=hydrated_rows,
+        source_fts_integrity=_fts_integrity(store),
+        hydrated_fts_integrity=hydrated_integrity,
+        verify_ok=bool(report.ok),
+        verify_problems=tuple(str(p) for p in report.problems),
+        package_bytes=package.stat().st_size,
+        snapshot_s=snapshot_s,
+        verify_s=verify_s,
+        hydrate_s=hydrate_s,
+        cold_start_s=cold_start_s,
+    )

@@ -1,0 +1,322 @@
+"""The evaluator end to end: outputs, schema, exit codes, baseline gate, exports, isolation."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from hotmem_eval.baseline import compare, dumps, load_baseline, normalise
+from hotmem_eval.cli import main
+from hotmem_eval.report import render_markdown
+from hotmem_eval.sqlfiles import sql_metrics
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "benchmarks" / "retrieval"
+SCHEMA = json.loads((FIXTURE / "result.schema.json").read_text())
+SCRIPT = ROOT / "scripts" / "retrieval_eval.py"
+
+pytestmark = pytest.mark.slow
+
+
+def isolated_env(tmp: Path) -> dict[str, str]:
+    """An environment whose HOME, HOTMEM_HOME and TMPDIR all point inside ``tmp``."""
+    for name in ("home", "hotmem-home", "tmp"):
+        (tmp / name).mkdir(exist_ok=True)
+    return {
+        **os.environ,
+        "HOME": str(tmp / "home"),
+        "HOTMEM_HOME": str(tmp / "hotmem-home"),
+        "TMPDIR": str(tmp / "tmp"),
+    }
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real run of the README command, in a subprocess, with every output requested."""
+    tmp = tmp_path_factory.mktemp("run")
+    env = isolated_env(tmp)
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--output",
+            "out/result.json",
+            "--report",
+            "out/report.md",
+            "--export-dir",
+            "out/export",
+        ],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def result(run_dir: Path) -> dict:
+    return json.loads((run_dir / "out" / "result.json").read_text())
+
+
+def test_output_validates_against_the_committed_schema(result: dict) -> None:
+    jsonschema.validate(result, SCHEMA)
+    assert result["schema_version"] == 1
+    assert result["configuration"]["embedding"] == {"model": "hotmem-hash-v1", "dimension": 64}
+    assert result["configuration"]["weights"] == {"cosine": 0.6, "bm25": 0.2, "importance": 0.2}
+    assert (result["fixture"]["memory_count"], result["fixture"]["query_count"]) == (102, 80)
+    assert result["transfer"]["equivalent_queries"] == result["transfer"]["total_queries"] == 80
+    assert result["transfer"]["fts_integrity"] == {"source": "ok", "hydrated": "ok"}
+    assert result["transfer"]["verify"] == {"ok": True, "problems": []}
+
+
+def test_nothing_is_written_outside_the_run_directory_and_outputs(run_dir: Path) -> None:
+    written = sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file())
+    outputs = [w for w in written if w.startswith("out/")]
+    assert written == outputs  # HOME, HOTMEM_HOME and TMPDIR are left empty
+    assert sorted(p.name for p in (run_dir / "out").iterdir()) == [
+        "export",
+        "report.md",
+        "result.json",
+    ]
+    assert not any((run_dir / "tmp").iterdir())
+    assert not (run_dir / "home" / ".hotmem").exists()
+
+
+def test_report_has_every_section(run_dir: Path, result: dict) -> None:
+    report = (run_dir / "out" / "report.md").read_text()
+    for heading in [
+        "## Configuration",
+        "## Recommendation",
+        "## Metrics",
+        "## Five worst queries (by nDCG@5)",
+        "## Why relevant memories were missed",
+        "## Category observations",
+        "## Transfer: snapshot → verify → hydrate",
+        "## Timings",
+        "## What this benchmark does not prove",
+    ]:
+        assert heading in report
+    assert "Local diagnostics" in report
+    assert report == render_markdown(result)
+
+
+def test_matches_the_committed_baseline(result: dict) -> None:
+    diff = compare(load_baseline(FIXTURE / "baseline.json"), normalise(result))
+    assert diff.identical, diff.changed[:20]
+
+
+def test_committed_baseline_is_normalised() -> None:
+    text = (FIXTURE / "baseline.json").read_text()
+    document = json.loads(text)
+    assert dumps(document) == text
+    for volatile in ("generated_at", "timings", "hotmem"):
+        assert volatile not in document
+    assert "corpus" not in document["fixture"]
+    assert "package_bytes" not in json.dumps(document)
+
+
+def test_exports_read_back_through_the_sql_files(run_dir: Path) -> None:
+    export = run_dir / "out" / "export"
+    manifest = json.loads((export / "manifest.json").read_text())
+    k = manifest["top_k"]
+    per_query, per_category = sql_metrics(
+        export / "results.parquet",
+        export / "qrels.parquet",
+        export / "queries.parquet",
+        export / "groups.parquet",
+        k=k,
+    )
+    assert_frame_equal(
+        per_query, pl.read_parquet(export / "per_query_metrics.parquet"), abs_tol=1e-12
+    )
+    assert_frame_equal(
+        per_category, pl.read_parquet(export / "category_metrics.parquet"), abs_tol=1e-12
+    )
+    csv = pl.read_csv(export / "category_metrics.csv")
+    assert csv.columns == ["category", "metric", "value", "numerator", "denominator", "query_count"]
+    assert csv.height == per_category.height
+
+
+def test_repeated_runs_are_logically_identical(result: dict, tmp_path: Path) -> None:
+    again = tmp_path / "again.json"
+    assert main(["--output", str(again), "--repeat", "2"]) == 0
+    second = json.loads(again.read_text())
+    assert dumps(normalise(second)) == dumps(normalise(result))
+    assert second["timings"]["query_latency_ms"]["samples"] == 160
+
+
+def test_invalid_fixture_exits_2_with_every_problem(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        '{"memory_id": "m-1", "identifier": "a", "fact": "x", "importance": 2, "tags": []}\n'
+        "not json\n"
+    )
+    env = isolated_env(tmp_path)
+    completed = subprocess.run(
+        [sys.executable, str(SCRIPT), "--corpus", str(corpus)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 2
+    assert f"{corpus}:1: " in completed.stderr
+    assert f"{corpus}:2: " in completed.stderr
+    assert "Traceback" not in completed.stderr
+    assert completed.stdout == ""
+
+
+def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--queries", str(tmp_path / "nope.jsonl")]) == 2
+    assert "nope.jsonl" in capsys.readouterr().err
+
+
+def test_evaluator_failure_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "--check-baseline",
+            "--baseline",
+            str(tmp_path / "none.json"),
+            "--output",
+            str(tmp_path / "r.json"),
+        ]
+    )
+    assert code == 1
+    assert "no baseline (create one with --update-baseline)" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()  # nothing partial is written
+
+
+def test_usage_errors_exit_2() -> None:
+    with pytest.raises(SystemExit) as raised:
+        main(["--top-k", "0"])
+    assert raised.value.code == 2
+
+
+def test_baseline_gate_prints_the_rows_that_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    baseline = load_baseline(FIXTURE / "baseline.json")
+    edited = copy.deepcopy(baseline)
+    first = edited["queries"][0]
+    first["results"][0]["memory_id"] = "mem-not-returned"
+    edited["metrics"]["by_category"]["exact_lexical"]["recall_at_k"]["value"] = 0.5
+    path = tmp_path / "baseline.json"
+    path.write_text(dumps(edited))
+    assert (
+        main(["--check-baseline", "--baseline", str(path), "--report", str(tmp_path / "r.md")]) == 3
+    )
+    err = capsys.readouterr().err
+    assert "baseline: 2 row(s) changed" in err
+    assert (
+        f"| queries/query_id={first['query_id']} | results/rank=1/memory_id | mem-not-returned |"
+        in err
+    )
+    assert "better exact_lexical: recall_at_k rose from 0.5000 to 1.0000" in err
+    assert (
+        main(["--update-baseline", "--baseline", str(path), "--report", str(tmp_path / "r.md")])
+        == 0
+    )
+    assert json.loads(path.read_text()) == baseline
+
+
+def test_query_cli_over_one_and_two_runs(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    export = run_dir / "out" / "export"
+    sql = (
+        "select metric, round(value, 4) as value from category_metrics "
+        "where category = 'overall' and metric = 'recall_at_k'"
+    )
+    assert main(["query", str(export), sql, "--format", "csv"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "metric,value"
+    assert out.splitlines()[1].startswith("recall_at_k,")
+    assert (
+        main(
+            [
+                "query",
+                str(export),
+                "select count(*) as n from sql_category_metrics",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out) == [{"n": 90}]
+    second = tmp_path / "second"
+    shutil.copytree(export, second)
+    assert (
+        main(
+            [
+                "query",
+                str(export),
+                str(second),
+                "select run, count(*) as rows from results group by run order by run",
+            ]
+        )
+        == 0
+    )
+    table = capsys.readouterr().out
+    assert "export" in table
+    assert "second" in table
+    assert "(2 rows)" in table
+    assert main(["query", str(export), "select * from no_such_table"]) == 2
+    assert capsys.readouterr().err.startswith("hotmem-eval: query failed: ")
+    assert main(["query", str(tmp_path), "select 1"]) == 2
+    assert "not a run export" in capsys.readouterr().err
+
+
+def test_public_fixture_runs_unchanged(tmp_path: Path) -> None:
+    copy_dir = tmp_path / "kgh"
+    shutil.copytree(FIXTURE / "external" / "kgh-retrieval", copy_dir)
+    output = tmp_path / "kgh.json"
+    code = main(
+        [
+            "--corpus",
+            str(copy_dir / "corpus.jsonl"),
+            "--queries",
+            str(copy_dir / "queries.jsonl"),
+            "--output",
+            str(output),
+        ]
+    )
+    assert code == 0
+    document = json.loads(output.read_text())
+    jsonschema.validate(document, SCHEMA)
+    assert (document["fixture"]["memory_count"], document["fixture"]["query_count"]) == (60, 48)
+    assert document["transfer"]["equivalent_queries"] == 48
+
+
+def deterministic_sections(markdown: str) -> str:
+    """The report from the recommendation to the transfer table: no commit, no timings."""
+    return markdown[markdown.index("## Recommendation") : markdown.index("## Timings")]
+
+
+def test_docs_report_is_current(run_dir: Path) -> None:
+    fresh = (run_dir / "out" / "report.md").read_text()
+    published = (ROOT / "docs" / "retrieval-report.md").read_text()
+    # Regenerate with: uv run python scripts/retrieval_eval.py --report docs/retrieval-report.md
+    assert deterministic_sections(published) == deterministic_sections(fresh)
+
+
+def test_outputs_get_ordinary_permissions(run_dir: Path) -> None:
+    mask = os.umask(0)
+    os.umask(mask)
+    for name in ["result.json", "report.md", "export/results.parquet", "export/manifest.json"]:
+        mode = (run_dir / "out" / name).stat().st_mode & 0o777
+        assert mode == 0o666 & ~mask, name
