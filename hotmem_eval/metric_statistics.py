@@ -5,11 +5,10 @@ and gains of ``metric_registry.STATISTICS``; ``breaches`` checks the inputs' key
 in the same pass. Both are lazy: ``metrics.per_query_metrics`` collects them together, so the
 shared per-query aggregates are computed once.
 
-The per-query aggregates are order-free (counts, minima, distinct counts): an expression that
-runs group by group inside ``group_by().agg()`` (a window, a sort, ``is_first_distinct``) is
-slow with a hundred thousand groups. So a duplicate slot is counted as "slots minus distinct
-groups", and the one order-dependent quantity, DCG, is a running sum over the top k sorted by
-(query_id, rank), computed before the group-by.
+The per-query aggregates are computed by one group-by over the top k, sorted by
+(query_id, rank); nothing runs group by group inside ``group_by().agg()`` (a window, a sort,
+``is_first_distinct``), which is slow with a hundred thousand groups. So a duplicate slot is
+counted as "slots minus distinct groups", and a repeated rank as equal sorted neighbours.
 """
 
 from __future__ import annotations
@@ -34,11 +33,12 @@ __all__ = [
     "FrameLike",
     "breaches",
     "canonical",
+    "canonical_lazy",
     "raise_on_breach",
     "statistics",
 ]
 
-FrameLike = pl.DataFrame | pa.Table
+FrameLike = pl.DataFrame | pl.LazyFrame | pa.Table
 
 RESULTS_COLUMNS: Final[dict[str, pl.DataType]] = {
     "query_id": pl.String(),
@@ -67,23 +67,21 @@ _MID = "memory_id"
 
 
 def canonical(data: FrameLike, columns: Mapping[str, pl.DataType], name: str) -> pl.DataFrame:
-    """The canonical ``columns`` of ``data`` (a polars DataFrame or pyarrow Table), cast.
+    """The canonical ``columns`` of ``data`` (polars DataFrame or LazyFrame, or Arrow), cast.
 
     Raises:
-        EvalError: ``data`` is neither, misses a column, or a column does not cast.
+        EvalError: ``data`` is none of those, misses a column, or a column does not cast.
     """
+    if isinstance(data, pl.LazyFrame):
+        data = canonical_lazy(data, columns, name).collect(engine="in-memory")
     if isinstance(data, pa.Table):
         data = pl.from_arrow(data)
     if not isinstance(data, pl.DataFrame):
         raise EvalError(
-            f"expected {name} as a polars DataFrame or pyarrow Table, found {type(data).__name__}"
+            f"expected {name} as a polars DataFrame or LazyFrame or a pyarrow Table, "
+            f"found {type(data).__name__}"
         )
-    missing = [column for column in columns if column not in data.columns]
-    if missing:
-        raise EvalError(
-            f"expected {name} to have columns {list(columns)}, found {data.columns} "
-            f"(missing {missing})"
-        )
+    _check_columns(data.schema, columns, name)
     casts = {c: dtype for c, dtype in columns.items() if data.schema[c] != dtype}
     if casts:
         # Cast eagerly, so a column that does not cast is reported here and not mid-plan.
@@ -96,6 +94,29 @@ def canonical(data: FrameLike, columns: Mapping[str, pl.DataType], name: str) ->
                 f"expected {name} columns castable to {expected}, found {found}"
             ) from error
     return data.select(list(columns))
+
+
+def canonical_lazy(data: FrameLike, columns: Mapping[str, pl.DataType], name: str) -> pl.LazyFrame:
+    """Like ``canonical``, but a LazyFrame stays lazy (a cast that fails does so at collect).
+
+    A lazy ``results`` lets the ``rank <= k`` filter reach a Parquet scan, so rows beyond k
+    are never materialised.
+    """
+    if not isinstance(data, pl.LazyFrame):
+        return canonical(data, columns, name).lazy()
+    _check_columns(data.collect_schema(), columns, name)
+    return data.select(pl.col(c).cast(dtype) for c, dtype in columns.items())
+
+
+def _check_columns(
+    schema: Mapping[str, pl.DataType], columns: Mapping[str, pl.DataType], name: str
+) -> None:
+    missing = [column for column in columns if column not in schema]
+    if missing:
+        raise EvalError(
+            f"expected {name} to have columns {list(columns)}, found {list(schema)} "
+            f"(missing {missing})"
+        )
 
 
 def per_qrels(qrels: pl.LazyFrame) -> pl.LazyFrame:
@@ -129,21 +150,23 @@ def per_slots(
         .join(qrels.filter(grade >= 1), on=[_QID, _MID], how="left")
         .join(groups, on=[_QID, _MID], how="left")
         .join(queries.select(_QID, scope=pl.col("identifier")), on=_QID, how="left")
-        # DCG is accumulated in rank order, so it has the same bits whatever the input row
-        # order. (A sort then an order-free sum would not do: the optimiser drops that sort.)
         .sort(_QID, "rank")
-        .with_columns(dcg=(grade.fill_null(0) / (rank + 1).log(2)).cum_sum().over(_QID))
+        # After the sort a repeated (query_id, rank) is two equal neighbours. This shift also
+        # makes the plan observe the order, so the optimiser keeps the sort and DCG below sums
+        # its gains in rank order: the same bits whatever the input row order.
+        .with_columns(
+            repeated_rank=(pl.col(_QID) == pl.col(_QID).shift(1)) & (rank == rank.shift(1))
+        )
     )
     return slots.group_by(_QID).agg(
         filled_slots=pl.len(),
         ranks_below_1=(rank < 1).sum(),
-        slot_ranks=rank.n_unique(),
+        repeated_ranks=pl.col("repeated_rank").sum(),
         slot_memories=pl.col(_MID).n_unique(),
         relevant_at_1=(relevant & (rank == 1)).sum(),
         relevant_at_k=relevant.sum(),
         first_relevant_rank=rank.filter(relevant).min(),
-        # Gains are >= 0, so the running sum's maximum is its last value: the total.
-        dcg=pl.col("dcg").max(),
+        dcg=(grade.fill_null(0) / (rank + 1).log(2)).sum(),
         # Each group's first slot is not a duplicate, every later one is.
         duplicate_slots=pl.len() - pl.coalesce("group_id", _MID).n_unique(),
         leaked_slots=(
@@ -242,7 +265,7 @@ def breaches(
         (
             "results: (query_id, rank) unique in the top k",
             slot_counts,
-            pl.col("slot_ranks") != pl.col("filled_slots"),
+            pl.col("repeated_ranks") > 0,
         ),
         (
             "results: a memory at most once in a query's top k",

@@ -1,8 +1,10 @@
 """The metric engine: per-query and per-category retrieval metrics from canonical frames.
 
-Pure functions over polars frames (pyarrow Tables are converted); no I/O. The metrics, their
-formulas and their order live in ``hotmem_eval.metric_registry``; the per-query statistics they
-are computed from, and the input checks, in ``hotmem_eval.metric_statistics``.
+Pure functions over polars frames, with no I/O of their own. pyarrow Tables are converted;
+``results`` may also be a LazyFrame such as a Parquet scan, so that rows ranked beyond k are
+never read into memory. The metrics, their formulas and their order live in
+``hotmem_eval.metric_registry``; the per-query statistics they are computed from, and the
+input checks, in ``hotmem_eval.metric_statistics``.
 
 Inputs (canonical columns; other columns are ignored):
 
@@ -35,6 +37,7 @@ from hotmem_eval.metric_statistics import (
     FrameLike,
     breaches,
     canonical,
+    canonical_lazy,
     per_qrels,
     per_slots,
     raise_on_breach,
@@ -87,12 +90,14 @@ def per_query_metrics(
     """Every metric of ``METRICS`` for every query, one row per (query, metric).
 
     Parameters:
-        results, qrels, queries, groups: the canonical input frames (see the module docstring).
+        results, qrels, queries, groups: the canonical input frames (see the module docstring),
+            as polars DataFrames or pyarrow Tables. ``results`` may also be a LazyFrame, such
+            as ``pl.scan_parquet(...)``: only its rows ranked <= k are then read.
         k: the run's top-k; slots ranked beyond it are ignored.
 
     Returns:
-        A frame of ``PER_QUERY_COLUMNS`` sorted by ``query_id`` (byte order), then metric in
-        registry order. Where ``applicable`` is false, ``value``, ``numerator`` and
+        A frame of ``PER_QUERY_COLUMNS`` sorted by metric (registry order), then ``query_id``
+        (byte order). Where ``applicable`` is false, ``value``, ``numerator`` and
         ``denominator`` are null; a query that returned nothing still has all its rows, with
         each metric's default (recall 0, success 0, fpr 0, ...).
 
@@ -104,22 +109,28 @@ def per_query_metrics(
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise EvalError(f"expected k to be an int >= 1, found k={k!r}")
-    results_df = canonical(results, RESULTS_COLUMNS, "results")
+    results_lf = canonical_lazy(results, RESULTS_COLUMNS, "results")
     qrels_df = canonical(qrels, QRELS_COLUMNS, "qrels")
     queries_lf = canonical(queries, QUERIES_COLUMNS, "queries").lazy()
     groups_lf = canonical(groups, GROUPS_COLUMNS, "groups").lazy()
     qrel_counts = per_qrels(qrels_df.lazy())
-    slot_counts = per_slots(results_df.lazy(), qrels_df.lazy(), queries_lf, groups_lf, k)
+    slot_counts = per_slots(results_lf, qrels_df.lazy(), queries_lf, groups_lf, k)
     # No query has more graded memories than qrels has rows: the ideal ranking's table of
     # discounts need not be longer, however large k is.
     depth = min(k, qrels_df.height)
-    wide, found = pl.collect_all(
-        [
-            _wide(statistics(queries_lf, qrel_counts, slot_counts, depth)),
-            breaches(queries_lf, groups_lf, qrel_counts, slot_counts),
-        ],
-        engine=ENGINE,
-    )
+    try:
+        wide, found = pl.collect_all(
+            [
+                _wide(statistics(queries_lf, qrel_counts, slot_counts, depth)),
+                breaches(queries_lf, groups_lf, qrel_counts, slot_counts),
+            ],
+            engine=ENGINE,
+        )
+    except pl.exceptions.PolarsError as error:
+        # Only a lazy ``results`` gets here: its casts and its source are read at collect.
+        raise EvalError(
+            f"expected a readable results frame of {RESULTS_COLUMNS}: {error}"
+        ) from error
     raise_on_breach(found)
     return _long(wide)
 
@@ -145,17 +156,21 @@ def aggregate_metrics(per_query: FrameLike) -> pl.DataFrame:
     """
     frame = canonical(per_query, PER_QUERY_COLUMNS, "per_query").lazy()
     applicable = pl.col("applicable")
-    totals = {
-        "query_count": applicable.sum().cast(pl.Int64),
-        "numerator": pl.col("numerator").filter(applicable).sum(),
-        "denominator": pl.col("denominator").filter(applicable).sum(),
-        # A float sum depends on the order of its terms. Accumulated in sorted order, a group's
-        # values give the same bits however the rows came in. (A plain sort().sum() would not
-        # do: the optimiser drops a sort before an order-free sum.)
-        "value_sum": pl.col("value").filter(applicable).sort().cum_sum().last(),
-    }
-    sums = frame.group_by("category", "metric").agg(**totals)
-    overall = frame.group_by("metric").agg(**totals).with_columns(category=pl.lit(OVERALL))
+    # A float sum depends on the order of its terms, so values are accumulated in a fixed
+    # order (sorted values within a category, categories by name for overall) and give the
+    # same bits however the rows came in. A plain sort().sum() would not do: the optimiser
+    # drops a sort before an order-free sum.
+    sums = frame.group_by("category", "metric").agg(
+        query_count=applicable.sum().cast(pl.Int64),
+        numerator=pl.col("numerator").filter(applicable).sum(),
+        denominator=pl.col("denominator").filter(applicable).sum(),
+        value_sum=pl.col("value").filter(applicable).sort().cum_sum().last(),
+    )
+    overall = sums.group_by("metric").agg(
+        pl.col("query_count", "numerator", "denominator").sum(),
+        value_sum=pl.col("value_sum").fill_null(0.0).sort_by("category").cum_sum().last(),
+        category=pl.lit(OVERALL),
+    )
     grid = (
         pl.concat([pl.LazyFrame({"category": [OVERALL]}), sums.select(pl.col("category").unique())])
         .join(pl.LazyFrame({"metric": list(METRICS)}), how="cross")
@@ -216,35 +231,35 @@ def _wide_columns() -> dict[str, pl.Expr]:
 
 
 def _long(wide: pl.DataFrame) -> pl.DataFrame:
-    """Wide metric columns to rows: every (query, metric) once, query-major.
+    """Wide metric columns to rows: every (query, metric) once, metric-major.
 
-    Each column is stacked metric-major, then gathered into (query, metric) order: a gather by
-    computed index costs a fraction of a sort on the string key.
+    One block of rows per metric, in registry order, each block in ``query_id`` order (as
+    ``wide`` is): the columns are only stacked, never gathered or sorted.
     """
-    queries, metrics = wide.height, len(METRICS)
+    queries = wide.height
     no_ratio = pl.repeat(None, queries, dtype=pl.Int64, eager=True)
 
-    def stacked(field: str) -> pl.Series:
+    def stacked(column: str) -> pl.Series:
         return pl.concat(
             [
-                wide[f"{name}.{field}"] if metric.has_ratio else no_ratio
+                wide[f"{name}.{column}"] if metric.has_ratio else no_ratio
                 for name, metric in METRICS.items()
             ]
         )
 
-    position = pl.int_range(queries * metrics, dtype=pl.Int64, eager=True)
-    query_index, metric_index = position // metrics, position % metrics
-    row = metric_index * queries + query_index
-    applies = pl.concat([wide[f"applies_to.{metric.applies_to}"] for metric in METRICS.values()])
     long = pl.DataFrame(
         {
-            _QID: wide[_QID].gather(query_index),
-            "category": wide["category"].gather(query_index),
-            "metric": pl.Series(list(METRICS), dtype=pl.String).gather(metric_index),
-            "value": pl.concat([wide[f"{name}.value"] for name in METRICS]).gather(row),
-            "numerator": stacked("numerator").gather(row),
-            "denominator": stacked("denominator").gather(row),
-            "applicable": applies.gather(row),
+            _QID: pl.concat([wide[_QID]] * len(METRICS), rechunk=False),
+            "category": pl.concat([wide["category"]] * len(METRICS), rechunk=False),
+            "metric": pl.concat(
+                [pl.repeat(name, queries, dtype=pl.String, eager=True) for name in METRICS]
+            ),
+            "value": pl.concat([wide[f"{name}.value"] for name in METRICS]),
+            "numerator": stacked("numerator"),
+            "denominator": stacked("denominator"),
+            "applicable": pl.concat(
+                [wide[f"applies_to.{metric.applies_to}"] for metric in METRICS.values()]
+            ),
         }
     )
     applicable = pl.col("applicable")

@@ -185,12 +185,12 @@ def per_query_metrics(
     *,
     k: int = 5,
 ) -> list[dict[str, Any]]:
-    """One dict per (query, metric), sorted by query_id then metric order."""
+    """One dict per (query, metric), sorted by metric order, then query_id."""
     rows = []
     by_id = _queries(results, qrels, queries, groups, k)
-    for query_id in sorted(by_id):
-        query = by_id[query_id]
-        for name, metric in REFERENCE_METRICS.items():
+    for name, metric in REFERENCE_METRICS.items():
+        for query_id in sorted(by_id):
+            query = by_id[query_id]
             result = metric(query, k)
             rows.append(
                 {

@@ -1,9 +1,10 @@
 -- name: per_query_metrics
--- version: 1
+-- version: 2
 -- inputs: results(query_id, rank, memory_id, identifier), qrels(query_id, memory_id, grade), queries(query_id, category, identifier), groups(query_id, memory_id, group_id); variable k, set first with SET VARIABLE k = 5
--- output: one row per (query_id, metric): query_id, category, metric, value, numerator, denominator, applicable; ordered by query_id, then metric in registry order
+-- output: one row per (query_id, metric): query_id, category, metric, value, numerator, denominator, applicable; ordered by metric (registry order), then query_id
 --
 -- The SQL twin of hotmem_eval.metrics.per_query_metrics; docs/metrics.md has every formula.
+-- Version 2: rows ordered by metric, then query_id (version 1: by query_id, then metric).
 -- Relevant means grade >= 2, graded means grade >= 1. Only slots with rank <= k count.
 -- Inputs are assumed valid (the Python engine checks them): keys unique, one slot per rank,
 -- a memory at most once in a query's top k, every query_id present in queries.
@@ -187,4 +188,4 @@ SELECT
     CAST(CASE WHEN applicable THEN denominator END AS BIGINT) AS denominator,
     applicable
 FROM metric_rows
-ORDER BY query_id, metric_order
+ORDER BY metric_order, query_id

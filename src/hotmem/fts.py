@@ -6,10 +6,10 @@ and every remaining term is written as a double-quoted FTS5 string joined with `
 strings are plain phrases to FTS5, so ``AND``, ``NEAR``, ``*``, ``^``, ``-``, ``col:value`` and
 parentheses in the input are inert, and a memory sharing any informative term is a candidate.
 
-Contractions are split at the apostrophe by the tokenizer, so their pieces (``s`` of
-"Northwind's", ``t`` and ``don`` of "don't") are stopwords too. The stopword rule is why "What is the boiling point of tungsten?" looks for ``boiling``,
+The stopword rule is why "What is the boiling point of tungsten?" looks for ``boiling``,
 ``point`` and ``tungsten`` only: words such as "what", "is" and "the" match half of any store
-and are no evidence of relevance.
+and are no evidence of relevance. Contractions are split at the apostrophe, so their pieces
+(``s`` of "Northwind's", ``don`` and ``t`` of "don't") are stopwords too.
 """
 
 from __future__ import annotations

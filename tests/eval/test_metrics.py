@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -202,7 +203,7 @@ def test_per_query_rows_are_exhaustive_and_ordered() -> None:
     )
     out = per_query_metrics(*data)
     assert dict(out.schema) == PER_QUERY_COLUMNS
-    expected = [(q, m) for q in ["q1", "q10", "q2"] for m in METRICS]
+    expected = [(q, m) for m in METRICS for q in ["q1", "q10", "q2"]]
     assert list(zip(out["query_id"], out["metric"], strict=True)) == expected
 
 
@@ -352,7 +353,11 @@ _results, _qrels, _queries, _groups = GOOD
 ERROR_CASES = [
     ("missing_column", _replace(0, _results.drop("rank")), "missing \\['rank'\\]"),
     ("uncastable_column", _replace(0, _results.with_columns(rank=pl.lit("first"))), "castable"),
-    ("not_a_frame", _replace(1, {"query_id": []}), "polars DataFrame or pyarrow Table"),
+    (
+        "not_a_frame",
+        _replace(1, {"query_id": []}),
+        "polars DataFrame or LazyFrame or a pyarrow Table",
+    ),
     ("duplicate_query", _replace(2, pl.concat([_queries, _queries.head(1)])), "query_id unique"),
     ("null_category", _replace(2, _queries.with_columns(category=None)), "category non-null"),
     (
@@ -417,3 +422,16 @@ def test_extra_columns_are_ignored() -> None:
     assert_frame_equal(
         per_query_metrics(results, _qrels, queries, _groups), per_query_metrics(*GOOD)
     )
+
+
+def test_lazy_inputs_give_the_same_rows(tmp_path: Path) -> None:
+    path = tmp_path / "results.parquet"
+    _results.write_parquet(path)
+    lazy = [pl.scan_parquet(path), *(frame.lazy() for frame in GOOD[1:])]
+    assert_frame_equal(per_query_metrics(*lazy), per_query_metrics(*GOOD))
+
+
+def test_a_lazy_results_column_that_does_not_cast_raises() -> None:
+    results = _results.with_columns(rank=pl.lit("first")).lazy()
+    with pytest.raises(EvalError, match="readable results"):
+        per_query_metrics(results, *GOOD[1:])
