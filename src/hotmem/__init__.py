@@ -24,6 +24,7 @@ from hotmem.errors import (
     ValidationError,
     VerificationError,
 )
+from hotmem.hydration import HydrationReport, hydrate
 from hotmem.models import Memory, fixed_clock, system_clock
 from hotmem.search import (
     MIN_SIMILARITY,
@@ -35,6 +36,9 @@ from hotmem.search import (
     explain,
     search_memories,
 )
+from hotmem.snapshot import SnapshotReport
+from hotmem.snapshot_format import SnapshotProblem
+from hotmem.verify import VerificationReport, verify_snapshot
 
 __version__ = "0.1.0"
 
@@ -47,21 +51,27 @@ __all__ = [
     "Explanation",
     "HotmemError",
     "HydrationError",
+    "HydrationReport",
     "Memory",
     "MemoryNotFoundError",
     "MemoryStore",
     "ScoreComponents",
     "SearchResult",
     "SnapshotError",
+    "SnapshotProblem",
+    "SnapshotReport",
     "StoreError",
     "ValidationError",
     "VerificationError",
+    "VerificationReport",
     "Weights",
     "__version__",
     "embed",
     "explain",
     "fixed_clock",
+    "hydrate",
     "open_store",
     "search_memories",
     "system_clock",
+    "verify_snapshot",
 ]

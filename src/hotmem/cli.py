@@ -1,4 +1,4 @@
-"""The ``hotmem`` command line: add, import, search and inspect a store.
+"""The ``hotmem`` command line: add, import, search and inspect a store; snapshot it.
 
 Exit codes: 0 success; 1 the store or an operation failed; 2 invalid input or usage.
 User mistakes print one line per problem on stderr, never a traceback.
@@ -16,8 +16,10 @@ from pathlib import Path
 from hotmem import __version__
 from hotmem.db import MemoryStore, open_store
 from hotmem.errors import HotmemError, StoreError, ValidationError
+from hotmem.hydration import hydrate
 from hotmem.models import memory_from_mapping
 from hotmem.search import MAX_LIMIT, search_memories
+from hotmem.verify import verify_snapshot
 
 __all__ = ["default_db_path", "main"]
 
@@ -154,6 +156,63 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _package(path: str) -> str:
+    if not Path(path).is_file():
+        raise UserInputError(f"hotmem: cannot read package {path!r}: no such file")
+    return path
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if not out.absolute().parent.is_dir():
+        raise UserInputError(f"hotmem: cannot write {args.out!r}: its directory does not exist")
+    if out.exists() and not args.force:
+        raise UserInputError(f"hotmem: {args.out!r} already exists; pass --force to replace it")
+    with _open(args) as store:
+        report = store.snapshot(out, overwrite=args.force)
+    if args.json:
+        _print_json(
+            {
+                "path": report.path,
+                "record_count": report.record_count,
+                "size": report.size,
+                "content_digest": report.content_digest,
+            }
+        )
+    else:
+        print(
+            f"wrote {report.record_count} memories to {report.path} "
+            f"({report.size} bytes, content digest {report.content_digest})"
+        )
+    return EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    report = verify_snapshot(_package(args.package), recompute_vectors=args.recompute_vectors)
+    if args.json:
+        _print_json(report.to_dict())
+    elif report.ok:
+        print(f"ok: {report.record_count} memories, content digest {report.content_digest}")
+    else:
+        print(f"FAILED: {len(report.problems)} problem(s) in {report.path}")
+        for problem in report.problems:
+            print(f"  {problem}")
+    return EXIT_OK if report.ok else EXIT_FAILURE
+
+
+def cmd_hydrate(args: argparse.Namespace) -> int:
+    package = _package(args.package)
+    target = Path(args.db) if args.db else default_db_path()
+    if not args.db:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    report = hydrate(package, target)
+    print(
+        f"hydrated {report.record_count} memories into {report.target} "
+        f"(content digest {report.content_digest})"
+    )
+    return EXIT_OK
+
+
 def _limit(text: str) -> int:
     try:
         value = int(text)
@@ -192,6 +251,31 @@ def _configure_delete(p: argparse.ArgumentParser) -> None:
     p.add_argument("memory_id")
 
 
+def _db_here(p: argparse.ArgumentParser, help_text: str) -> None:
+    # Also accepted after the command; SUPPRESS keeps an absent option from hiding `hotmem --db`.
+    p.add_argument("--db", default=argparse.SUPPRESS, help=help_text)
+
+
+def _configure_snapshot(p: argparse.ArgumentParser) -> None:
+    p.add_argument("out", help="the package file to write (docs/snapshot-v2.md)")
+    p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    _db_here(p, "the store to snapshot (default: $HOTMEM_HOME/hotmem.db)")
+
+
+def _configure_verify(p: argparse.ArgumentParser) -> None:
+    p.add_argument("package", help="the package file; exit 0 when it verifies, 1 when not")
+    p.add_argument(
+        "--recompute-vectors", action="store_true", help="re-embed every fact and compare"
+    )
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _configure_hydrate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("package", help="the package file (verified while hydrating)")
+    _db_here(p, "the new or empty store to create (default: $HOTMEM_HOME/hotmem.db)")
+
+
 # name -> (help, configure, handler): the command registry.
 COMMANDS: dict[
     str,
@@ -202,6 +286,9 @@ COMMANDS: dict[
     "search": ("search memories", _configure_search, cmd_search),
     "stats": ("show what the store holds", _configure_stats, cmd_stats),
     "delete": ("delete one memory", _configure_delete, cmd_delete),
+    "snapshot": ("write the store to a portable package", _configure_snapshot, cmd_snapshot),
+    "verify": ("verify a package without trusting it", _configure_verify, cmd_verify),
+    "hydrate": ("create a store from a package", _configure_hydrate, cmd_hydrate),
 }
 
 

@@ -21,6 +21,7 @@ from hotmem.models import (
     parse_timestamp,
     system_clock,
 )
+from hotmem.snapshot import SnapshotReport, write_snapshot
 from hotmem.vectors import VectorIndex
 
 __all__ = ["MemoryStore", "open_store"]
@@ -299,6 +300,16 @@ class MemoryStore:
                 "SELECT identifier, count(*) FROM memories GROUP BY identifier ORDER BY identifier"
             )
         )
+
+    def snapshot(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> SnapshotReport:
+        """Write the store to a portable snapshot v2 package (``docs/snapshot-v2.md``).
+
+        The package is byte-identical for the same memories, whatever their insertion order.
+
+        Raises:
+            SnapshotError: ``path`` exists (without ``overwrite``) or cannot be written.
+        """
+        return write_snapshot(self._connection, path, overwrite=overwrite)
 
     def vector_index(self) -> VectorIndex:
         """The in-memory vector index, reloaded when this or another connection wrote."""

@@ -1,0 +1,274 @@
+"""Snapshot v2 speed benchmark: snapshot, verify and hydrate at 10k and 100k memories.
+
+Run: ``uv run python benchmarks/snapshot_bench.py [--sizes 10000 100000] [--repeats 3]``
+
+For each size a source store is filled with ``synthetic_memories``, each given a distinct
+``created_at`` as in a real store (not timed). Then, each the
+best of ``--repeats`` runs (the machine has 2 cores and other work may run beside it):
+
+- snapshot: ``store.snapshot(path)``, in records/s and package MB/s (10^6 bytes);
+- verify: ``hotmem.verify_snapshot(path)``, records/s (every record parsed and validated);
+- hydrate: ``hotmem.hydrate(path, target)`` into a new file, records/s (vectors reused);
+- raw load: for context, a bare SQLite bulk insert of the same rows plus one FTS5 rebuild;
+- peak memory: each operation once more in a fresh child process, which reports its peak
+  resident set (``ru_maxrss``) minus its resident set before the operation;
+- cold start: from just before spawning ``python -c "import hotmem; open; search"`` to the
+  first result read back, against the hydrated store; Python's bare startup (``-c pass``)
+  and ``import hotmem`` alone are given for context.
+
+``--compression`` prints instead the bytes and deflate speeds of the records and vectors at
+each deflate level (the measurement behind the format's choice of levels).
+
+Figures are local diagnostics for this machine, not guarantees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+import zlib
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from synthetic import synthetic_memories, synthetic_queries
+
+import hotmem
+from hotmem import db, schema
+from hotmem import snapshot_format as fmt
+from hotmem.embed import embed_bytes
+from hotmem.models import format_timestamp
+
+COLD_START = """
+import sys, time
+import hotmem
+with hotmem.open_store(sys.argv[1]) as store:
+    results = hotmem.search_memories(store, sys.argv[2])
+print(len(results), flush=True)
+"""
+
+
+def best(
+    repeats: int, run: Callable[[], None], prepare: Callable[[], None] = lambda: None
+) -> float:
+    """Fastest wall time of ``repeats`` runs, each after ``prepare`` (not timed)."""
+    times = []
+    for _ in range(repeats):
+        if prepare is not None:
+            prepare()
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def remove(*paths: Path) -> Callable[[], None]:
+    def prepare() -> None:
+        for path in paths:
+            path.unlink(missing_ok=True)
+
+    return prepare
+
+
+def raw_load(rows: list[tuple], path: Path) -> None:
+    """A bare bulk load: the same rows, one transaction, one FTS5 rebuild, no checks."""
+    connection = db.connect(path)
+    connection.execute("PRAGMA journal_mode = OFF")
+    connection.execute("PRAGMA synchronous = OFF")
+    db.initialise(connection, with_triggers=False)
+    connection.execute("BEGIN")
+    connection.executemany(
+        "INSERT INTO memories (memory_id, identifier, fact, importance, tags, created_at, "
+        "embedding) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    connection.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
+    connection.execute("COMMIT")
+    connection.executescript(schema.CREATE_FTS_TRIGGERS)
+    connection.close()
+
+
+def child_peak(operation: str, *paths: Path) -> float:
+    """Peak resident MiB an operation adds, measured in a fresh process."""
+    completed = subprocess.run(
+        [sys.executable, __file__, "--child", operation, *map(str, paths)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(completed.stdout) / 1024
+
+
+def _status_kib(field: str) -> int:
+    # Linux's per-process high-water mark. ru_maxrss would not do: Linux carries it over
+    # execve, so a child spawned by a large parent starts with the parent's peak.
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def run_child(operation: str, paths: list[str]) -> None:
+    """In a child process: run one operation, print the peak RSS it added (KiB)."""
+    before = _status_kib("VmRSS")
+    if operation == "snapshot":
+        with hotmem.open_store(paths[0]) as store:
+            store.snapshot(paths[1], overwrite=True)
+    elif operation == "verify":
+        hotmem.verify_snapshot(paths[0])
+    else:
+        Path(paths[1]).unlink(missing_ok=True)
+        hotmem.hydrate(paths[0], paths[1])
+    print(_status_kib("VmHWM") - before)
+
+
+def cold_start(argv: list[str], repeats: int, pycache: Path) -> float:
+    """Fastest time from spawning ``argv`` to reading its first output line.
+
+    The child may cache compiled bytecode (in a private directory), as an installed package
+    has it: ``PYTHONDONTWRITEBYTECODE`` would make every run compile HotMem from source.
+    """
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(pycache)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    times = []
+    for _ in range(repeats + 1):  # the first run fills the bytecode cache
+        start = time.perf_counter()
+        with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env) as process:
+            assert process.stdout is not None
+            process.stdout.readline()
+            times.append(time.perf_counter() - start)
+    return min(times[1:])
+
+
+def memories_with_distinct_times(size: int) -> list[dict]:
+    """``synthetic_memories`` with a distinct ``created_at`` each, as a real store has."""
+    memories = synthetic_memories(size)
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    for i, memory in enumerate(memories):
+        memory["created_at"] = format_timestamp(start + timedelta(seconds=37 * i, microseconds=i))
+    return memories
+
+
+def bench(size: int, repeats: int) -> dict[str, float]:
+    memories = memories_with_distinct_times(size)
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        source, package, target = directory / "s.db", directory / "p.zip", directory / "t.db"
+        with hotmem.open_store(source) as store:
+            store.add_many(memories)
+            snapshot_s = best(repeats, lambda: store.snapshot(package, overwrite=True))
+        verify_s = best(repeats, lambda: hotmem.verify_snapshot(package))
+        hydrate_s = best(repeats, lambda: hotmem.hydrate(package, target), remove(target))
+        rows = [
+            (
+                m["memory_id"],
+                m["identifier"],
+                m["fact"],
+                m["importance"],
+                json.dumps(m["tags"], ensure_ascii=False),
+                m["created_at"],
+                embed_bytes(m["fact"]),
+            )
+            for m in sorted(memories, key=lambda m: m["memory_id"])
+        ]
+        raw = directory / "raw.db"
+        raw_s = best(repeats, lambda: raw_load(rows, raw), remove(raw))
+        peaks = {
+            "snapshot": child_peak("snapshot", source, directory / "child.zip"),
+            "verify": child_peak("verify", package),
+            "hydrate": child_peak("hydrate", package, directory / "child.db"),
+        }
+        query = synthetic_queries(1)[0]
+        python = [sys.executable, "-c"]
+        argv = [*python, COLD_START, str(target), query]
+        cold_s = cold_start(argv, repeats + 2, directory / "pycache")
+        size_bytes = package.stat().st_size
+    return {
+        "size": size,
+        "package_bytes": size_bytes,
+        "snapshot_rps": size / snapshot_s,
+        "snapshot_mbps": size_bytes / snapshot_s / 1e6,
+        "verify_rps": size / verify_s,
+        "hydrate_rps": size / hydrate_s,
+        "raw_rps": size / raw_s,
+        "peak_snapshot_mib": peaks["snapshot"],
+        "peak_verify_mib": peaks["verify"],
+        "peak_hydrate_mib": peaks["hydrate"],
+        "cold_start_s": cold_s,
+    }
+
+
+def compression_table(size: int, repeats: int) -> None:
+    """Member bytes and deflate speeds per level, for the records and the vectors of a store."""
+    memories = memories_with_distinct_times(size)
+    with tempfile.TemporaryDirectory() as tmp, hotmem.open_store(Path(tmp) / "s.db") as store:
+        store.add_many(memories)
+        store.snapshot(Path(tmp) / "p.zip")
+        with zipfile.ZipFile(Path(tmp) / "p.zip") as archive:
+            kinds = {"records": b"", "vectors": b""}
+            for name in archive.namelist()[1:]:
+                kinds[name.split("/")[0]] += archive.read(name)
+    print(f"| {size:,} memories | level | bytes | ratio | deflate (MB/s) | inflate (MB/s) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for kind, data in kinds.items():
+        print(f"| {kind} | stored | {len(data):,} | 1.000 | | |")
+        for level in (1, 6, 9):
+            packed = fmt.compress(data, level)
+            pack_s = best(repeats, lambda: fmt.compress(data, level))  # noqa: B023
+            inflate_s = best(repeats, lambda: zlib.decompress(packed, -15))  # noqa: B023
+            print(
+                f"| {kind} | {level} | {len(packed):,} | {len(packed) / len(data):.3f} "
+                f"| {len(data) / pack_s / 1e6:.0f} | {len(data) / inflate_s / 1e6:.0f} |"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--compression", action="store_true", help="print the deflate level table instead"
+    )
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        run_child(args.child[0], args.child[1:])
+        return
+    if args.compression:
+        compression_table(args.sizes[-1], args.repeats)
+        return
+    with tempfile.TemporaryDirectory() as pycache:
+        bare = cold_start([sys.executable, "-c", "print(flush=True)"], 7, Path(pycache))
+        argv = [sys.executable, "-c", "import hotmem; print(flush=True)"]
+        imported = cold_start(argv, 7, Path(pycache))
+    print(
+        "| memories | package (bytes) | snapshot (rec/s) | snapshot (MB/s) | verify (rec/s) "
+        "| hydrate (rec/s) | raw SQLite load (rec/s) | peak RSS snapshot / verify / hydrate (MiB) "
+        "| cold start to first result (s) |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for size in args.sizes:
+        r = bench(size, args.repeats)
+        print(
+            f"| {r['size']:,} | {r['package_bytes']:,} | {r['snapshot_rps']:,.0f} "
+            f"| {r['snapshot_mbps']:.1f} | {r['verify_rps']:,.0f} | {r['hydrate_rps']:,.0f} "
+            f"| {r['raw_rps']:,.0f} | {r['peak_snapshot_mib']:.1f} / {r['peak_verify_mib']:.1f} "
+            f"/ {r['peak_hydrate_mib']:.1f} | {r['cold_start_s']:.3f} |",
+            flush=True,
+        )
+    print(
+        f"\nBest of {args.repeats} runs each (cold start: best of {args.repeats + 2}). "
+        f"Python bare startup {bare:.3f} s; startup plus `import hotmem` {imported:.3f} s."
+    )
+
+
+if __name__ == "__main__":
+    main()

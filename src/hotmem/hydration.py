@@ -1,0 +1,255 @@
+"""Hydrating a snapshot package into a clean target store, atomically.
+
+Hydration is one streaming pass through :class:`~hotmem.verify.PackageReader`, so it applies
+exactly the checks of ``verify_snapshot``. Rows go into a new SQLite file beside the target
+(bulk insert with the package's vectors, one transaction, no journal: the file is discarded
+on any failure). Only when the whole package verified is the FTS index rebuilt from the rows,
+the triggers created, the file synced and renamed onto the target. An interrupted or failed
+hydration therefore leaves the target exactly as it was, and no temporary file behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import struct
+from collections.abc import Iterator
+from contextlib import suppress
+from dataclasses import dataclass
+from operator import itemgetter
+from pathlib import Path
+
+from hotmem import db, schema
+from hotmem.embed import VECTOR_BYTES
+from hotmem.errors import HydrationError, VerificationError
+from hotmem.snapshot import create_beside, gc_paused
+from hotmem.verify import Chunk, PackageReader, VerificationReport
+
+__all__ = ["HydrationReport", "hydrate"]
+
+_INSERT = (
+    "INSERT INTO memories (memory_id, identifier, fact, importance, tags, created_at, embedding) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_REBUILD_FTS = "INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')"
+# json.dumps' own C string encoder (no ASCII escaping).
+_quote = json.encoder.encode_basestring
+_SIDE_FILES = ("-journal", "-wal", "-shm")
+
+
+@dataclass(frozen=True, slots=True)
+class HydrationReport:
+    """A completed hydration.
+
+    Attributes:
+        path: the package read.
+        target: the store written.
+        record_count: memories hydrated.
+        content_digest: the package's content digest, as verified.
+    """
+
+    path: str
+    target: str
+    record_count: int
+    content_digest: str
+
+
+def _memories_in(target: Path) -> int:
+    """Memories in an existing database file, opened read-only; refuse anything but HotMem."""
+    try:
+        connection = sqlite3.connect(f"{target.absolute().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise HydrationError(f"cannot open target {str(target)!r}: {exc}") from None
+    try:
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master")}
+        if not tables:
+            return 0
+        if not {"hotmem_meta", "memories"} <= tables:
+            raise HydrationError(f"target {str(target)!r} is a SQLite database but not a store")
+        meta = dict(connection.execute("SELECT key, value FROM hotmem_meta"))
+        for key, expected in schema.expected_meta().items():
+            if meta.get(key) != expected:
+                raise HydrationError(
+                    f"target {str(target)!r} is incompatible: expected {key}={expected!r}, "
+                    f"found {key}={meta.get(key)!r}"
+                )
+        return connection.execute("SELECT count(*) FROM memories").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        raise HydrationError(f"target {str(target)!r} is not a HotMem store: {exc}") from None
+    finally:
+        connection.close()
+
+
+def check_target(target: Path) -> None:
+    """Refuse a target that holds data: only a missing path or an empty store may be replaced.
+
+    An existing file must be a HotMem store without memories, an empty SQLite database or a
+    zero-byte file (which SQLite treats as an empty database). A leftover journal or WAL file
+    beside it means a connection is open or a crash needs recovery, and is refused too.
+
+    Raises:
+        HydrationError: the target cannot be replaced.
+    """
+    if not target.absolute().parent.is_dir():
+        raise HydrationError(f"cannot hydrate {str(target)!r}: its directory does not exist")
+    for suffix in _SIDE_FILES:
+        side = Path(f"{target}{suffix}")
+        if side.exists():
+            raise HydrationError(
+                f"cannot hydrate {str(target)!r}: {str(side)!r} exists (the store is open or "
+                "needs recovery; open and close it with hotmem first)"
+            )
+    if not target.exists():
+        return
+    if not target.is_file():
+        raise HydrationError(f"cannot hydrate {str(target)!r}: it is not a regular file")
+    if target.stat().st_size == 0:
+        return
+    count = _memories_in(target)
+    if count:
+        raise HydrationError(
+            f"target {str(target)!r} holds {count} memories; hydrate needs a new or empty store"
+        )
+
+
+class _TagsText(dict[tuple[str, ...], str]):
+    """tags -> the store's text for them, as ``db`` writes it: ``json.dumps(list(tags),
+    ensure_ascii=False)``, from the same string encoder. Filled on a miss; tags repeat."""
+
+    def __missing__(self, tags: tuple[str, ...]) -> str:
+        text = "[" + ", ".join(map(_quote, tags)) + "]"
+        self[tags] = text
+        return text
+
+
+_TAGS_TEXT = _TagsText()
+_TAGS_CACHE_LIMIT = 1 << 16
+_VECTOR = struct.Struct(f"{VECTOR_BYTES}s")
+
+
+def _rows(chunk: Chunk) -> Iterator[tuple]:
+    """The chunk's rows for ``_INSERT``, built column-wise by C-level ``map`` and ``zip``."""
+    if len(_TAGS_TEXT) > _TAGS_CACHE_LIMIT:
+        _TAGS_TEXT.clear()
+    memory_ids, identifiers, facts, importances, tags, created = chunk.columns
+    tags_text = map(_TAGS_TEXT.__getitem__, map(tuple, tags))
+    vectors = map(itemgetter(0), _VECTOR.iter_unpack(chunk.vectors))
+    # REAL affinity stores an integer importance (JSON 1) as 1.0, exactly as the store does.
+    return zip(
+        memory_ids, identifiers, facts, importances, tags_text, created, vectors, strict=True
+    )
+
+
+def _failed(report: VerificationReport) -> VerificationError:
+    count = len(report.problems)
+    return VerificationError(
+        f"package {report.path!r} failed verification with {count} problem"
+        f"{'s' if count != 1 else ''}; nothing was written; first: {report.problems[0]}",
+        report,
+    )
+
+
+# Secondary indexes are built once after the load, from a sort, instead of row by row.
+_SECONDARY_INDEXES = (
+    "SELECT name, sql FROM sqlite_master "
+    "WHERE type = 'index' AND tbl_name = 'memories' AND sql IS NOT NULL ORDER BY name"
+)
+
+
+def _open_empty(temporary: Path) -> tuple[sqlite3.Connection, list[str]]:
+    """A new store without triggers or secondary indexes, in a transaction; their SQL."""
+    connection = db.connect(temporary)
+    # No journal and no syncs: this file is renamed into place only once complete.
+    connection.execute("PRAGMA journal_mode = OFF")
+    connection.execute("PRAGMA synchronous = OFF")
+    db.initialise(connection, with_triggers=False)
+    connection.execute("BEGIN")
+    indexes = connection.execute(_SECONDARY_INDEXES).fetchall()
+    for name, _ in indexes:
+        connection.execute(f'DROP INDEX "{name}"')
+    return connection, [sql for _, sql in indexes]
+
+
+def _finish(connection: sqlite3.Connection, indexes: list[str]) -> None:
+    for sql in indexes:  # the schema's own text, so the store's schema is unchanged
+        connection.execute(sql)
+    # One rebuild indexes exactly the rows loaded, as the source's index held them.
+    connection.execute(_REBUILD_FTS)
+    connection.execute("COMMIT")
+    connection.executescript(schema.CREATE_FTS_TRIGGERS)
+
+
+def _build(temporary: Path, reader: PackageReader) -> VerificationReport:
+    """Load every verified chunk into a new store at ``temporary``; raise if any check fails.
+
+    Loading stops at the first problem, but reading goes on, so the report lists them all.
+    (A writer thread for SQLite was measured and dropped: the sqlite3 module takes the GIL
+    back for every row, so it overlapped nothing and cost a few percent.)
+    """
+    try:
+        connection, indexes = _open_empty(temporary)
+    except sqlite3.Error as exc:
+        raise HydrationError(f"cannot create {str(temporary)!r}: {exc}") from None
+    try:
+        for chunk in reader.chunks():
+            if reader.ok:
+                connection.executemany(_INSERT, _rows(chunk))
+        report = reader.report()
+        if not report.ok:
+            raise _failed(report)
+        _finish(connection, indexes)
+    except sqlite3.Error as exc:
+        raise HydrationError(f"cannot build the store from {reader.path!r}: {exc}") from None
+    finally:
+        connection.close()
+    with open(temporary, "rb") as built:
+        os.fsync(built.fileno())
+    return report
+
+
+def _sync_directory(directory: Path) -> None:
+    # Makes the rename durable; not every platform can open a directory (Windows cannot).
+    with suppress(OSError):
+        descriptor = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+
+def hydrate(path: str | os.PathLike[str], target: str | os.PathLike[str]) -> HydrationReport:
+    """Verify the package at ``path`` and hydrate it into the store file ``target``.
+
+    The target must not exist, or be an empty store (see :func:`check_target`). The new store
+    is built beside it and renamed onto it only when every check passed, so on any failure,
+    interruption included, the target is untouched and no temporary file remains.
+
+    Raises:
+        SnapshotError: the package cannot be opened.
+        VerificationError: the package failed verification (``error.report`` lists why).
+        HydrationError: the target holds data or cannot be written; nothing was changed.
+    """
+    destination = Path(target)
+    check_target(destination)
+    with gc_paused(), PackageReader(path) as reader:
+        try:
+            descriptor, temporary = create_beside(destination, ".hydrating")
+        except OSError as exc:
+            raise HydrationError(f"cannot write beside {str(destination)!r}: {exc}") from None
+        os.close(descriptor)
+        try:
+            try:
+                report = _build(temporary, reader)
+                check_target(destination)  # again: nothing may have appeared meanwhile
+                os.replace(temporary, destination)
+            except OSError as exc:  # a full disk, a read-only directory, an unreadable package
+                raise HydrationError(f"cannot hydrate {str(destination)!r}: {exc}") from None
+        except BaseException:
+            for leftover in (temporary, *(Path(f"{temporary}{s}") for s in _SIDE_FILES)):
+                with suppress(FileNotFoundError):
+                    os.unlink(leftover)
+            raise
+    _sync_directory(destination.absolute().parent)
+    digest = report.content_digest or ""  # a verified package always has its digest
+    return HydrationReport(report.path, str(destination), report.record_count, digest)

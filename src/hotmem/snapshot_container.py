@@ -1,0 +1,199 @@
+"""Reading a snapshot's ZIP container strictly, one member at a time, never extracting.
+
+The end record, the central directory and every local header must be byte for byte what the
+writer produces for the same members (``snapshot_format``); a field that differs is reported
+with its expected and found value. A member is read only after its declared sizes passed the
+limits, and deflate output stops one byte past the declared size, so a decompression bomb
+costs at most that much memory and a lying size is caught without reading on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from dataclasses import dataclass, replace
+from typing import BinaryIO
+
+from hotmem import snapshot_format as fmt
+from hotmem.snapshot_format import CentralEntry, SnapshotProblem
+
+__all__ = ["LoadedMember", "load_member", "read_directory"]
+
+MAX_NAME_BYTES = 255
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedMember:
+    """A member's uncompressed bytes and SHA-256, or ``None`` when it could not be read."""
+
+    data: bytes | None
+    sha256: str | None
+    problems: tuple[SnapshotProblem, ...] = ()
+
+
+def _field_diff(names: tuple[str, ...], expected: tuple, found: tuple) -> tuple[str, str]:
+    pairs = [(n, e, f) for n, e, f in zip(names, expected, found, strict=True) if e != f]
+    expected = ", ".join(f"{n}={e!r}" for n, e, _ in pairs)
+    return expected, ", ".join(f"{n}={f!r}" for n, _, f in pairs)
+
+
+def _read_at(file: BinaryIO, offset: int, size: int) -> bytes:
+    file.seek(offset)
+    return file.read(size)
+
+
+def read_directory(
+    file: BinaryIO, size: int
+) -> tuple[list[CentralEntry] | None, list[SnapshotProblem]]:
+    """Parse and check the end record, central directory and local headers.
+
+    Returns:
+        The entries in file order (``None`` when the directory cannot be read at all) and the
+        problems found.
+    """
+    problems: list[SnapshotProblem] = []
+    end_size = fmt.END_STRUCT.size
+    if size < end_size:
+        problems.append(SnapshotProblem("package", "container", "a ZIP file", f"{size} bytes"))
+        return None, problems
+    end = _read_at(file, size - end_size, end_size)
+    fields = fmt.END_STRUCT.unpack(end)
+    count, directory_size, directory_offset = fields[4], fields[5], fields[6]
+    # The directory must end where the end record starts.
+    expected_offset = min(max(size - end_size - directory_size, 0), fmt.MAX_OFFSET)
+    expected_end = fmt.end_record(count, directory_size, expected_offset)
+    if end != expected_end or expected_offset + directory_size + end_size != size:
+        expected, found = _field_diff(fmt.END_FIELDS, fmt.END_STRUCT.unpack(expected_end), fields)
+        if not expected:
+            expected, found = f"a {size}-byte file", f"directory_size={directory_size}"
+        expected += " in the end record of a complete package"
+        problems.append(SnapshotProblem("package", "container", expected, found))
+        return None, problems
+    if directory_size > count * (fmt.CENTRAL_STRUCT.size + MAX_NAME_BYTES):
+        expected = f"a central directory of at most {MAX_NAME_BYTES}-byte names"
+        problems.append(SnapshotProblem("package", "limit", expected, f"{directory_size} bytes"))
+        return None, problems
+    directory = _read_at(file, directory_offset, directory_size)
+    entries: list[CentralEntry] = []
+    position, offset = 0, 0
+    for _ in range(count):
+        entry, position = _central_entry(directory, position, offset, problems)
+        if entry is None:
+            return None, problems
+        entries.append(entry)
+        offset = entry.next_offset
+    if position != len(directory) or offset != directory_offset:
+        expected = f"members up to offset {directory_offset}, then {len(directory)} bytes"
+        found = f"members up to offset {offset}, then {position} bytes"
+        problems.append(SnapshotProblem("package", "container", expected, found))
+    for entry in entries:
+        _check_local_header(file, entry, problems)
+    return entries, problems
+
+
+def _central_entry(
+    directory: bytes, position: int, offset: int, problems: list[SnapshotProblem]
+) -> tuple[CentralEntry | None, int]:
+    size = fmt.CENTRAL_STRUCT.size
+    header = directory[position : position + size]
+    if len(header) < size:
+        problems.append(
+            SnapshotProblem("package", "container", "a complete central directory", "it ends early")
+        )
+        return None, position
+    fields = fmt.CENTRAL_STRUCT.unpack(header)
+    start = position + size
+    end = start + fields[10] + fields[11] + fields[12]  # name, extra and comment lengths
+    raw_name = directory[start : start + fields[10]]
+    try:
+        name = raw_name.decode("utf-8")
+    except UnicodeDecodeError:
+        name = repr(raw_name)
+    entry = CentralEntry(name, fields[4], fields[7], fields[8], fields[9], fields[16])
+    # Rebuilt with the offset the previous members imply, so a wrong offset is a difference.
+    expected = fmt.central_header(replace(entry, offset=offset))
+    if directory[position:end] != expected:
+        names = (*fmt.CENTRAL_FIELDS, "name", "extra and comment")
+        want = (*fmt.CENTRAL_STRUCT.unpack(expected[:size]), expected[size:], b"")
+        have = (*fields, raw_name, directory[start + fields[10] : end])
+        problems.append(SnapshotProblem(name, "container", *_field_diff(names, want, have)))
+    return entry, end
+
+
+def _check_local_header(
+    file: BinaryIO, entry: CentralEntry, problems: list[SnapshotProblem]
+) -> None:
+    expected = fmt.local_header(entry)
+    found = _read_at(file, entry.offset, len(expected))
+    if found == expected:
+        return
+    if len(found) < len(expected):
+        problems.append(
+            SnapshotProblem(entry.name, "container", "a complete local header", "end of file")
+        )
+        return
+    size = fmt.LOCAL_STRUCT.size
+    names = (*fmt.LOCAL_FIELDS, "name")
+    want = (*fmt.LOCAL_STRUCT.unpack(expected[:size]), expected[size:])
+    have = (*fmt.LOCAL_STRUCT.unpack(found[:size]), found[size:])
+    problems.append(SnapshotProblem(entry.name, "container", *_field_diff(names, want, have)))
+
+
+def _inflate(raw: bytes, size: int, name: str) -> tuple[bytes | None, SnapshotProblem | None]:
+    """Decompress at most ``size + 1`` bytes, so a lying size or a bomb stops early."""
+    inflater = zlib.decompressobj(-15)
+    try:
+        data = inflater.decompress(raw, size + 1)
+    except zlib.error as exc:
+        return None, SnapshotProblem(name, "compression", "a valid deflate stream", str(exc))
+    if len(data) > size:
+        found = f"more than {size} bytes (reading stopped)"
+        return None, SnapshotProblem(name, "size", f"{size} bytes uncompressed", found)
+    if not inflater.eof:
+        found = "a stream that ends early"
+        return None, SnapshotProblem(name, "compression", "a complete deflate stream", found)
+    if inflater.unused_data:
+        found = f"{len(inflater.unused_data)} bytes after the stream"
+        return None, SnapshotProblem(name, "compression", "nothing after the stream", found)
+    if len(data) < size:
+        found = f"{len(data)} bytes"
+        return None, SnapshotProblem(name, "size", f"{size} bytes uncompressed", found)
+    return data, None
+
+
+def _refuse(entry: CentralEntry, limit: int) -> SnapshotProblem | None:
+    name = entry.name
+    if entry.size > limit:
+        return SnapshotProblem(name, "limit", f"at most {limit} bytes", f"{entry.size} declared")
+    if entry.method == fmt.STORED and entry.compressed_size != entry.size:
+        expected, found = f"{entry.size} bytes stored", f"{entry.compressed_size} bytes"
+        return SnapshotProblem(name, "size", expected, found)
+    if entry.method not in (fmt.STORED, fmt.DEFLATED):
+        expected, found = "method 0 (stored) or 8 (deflate)", f"method {entry.method}"
+        return SnapshotProblem(name, "compression", expected, found)
+    if entry.compressed_size > fmt.MAX_COMPRESSED_BYTES:
+        expected = f"at most {fmt.MAX_COMPRESSED_BYTES} compressed bytes"
+        return SnapshotProblem(name, "limit", expected, f"{entry.compressed_size} declared")
+    return None
+
+
+def load_member(file: BinaryIO, entry: CentralEntry, limit: int) -> LoadedMember:
+    """Read, decompress, CRC-check and hash one member, refusing it above ``limit`` bytes."""
+    refusal = _refuse(entry, limit)
+    if refusal is not None:
+        return LoadedMember(None, None, (refusal,))
+    raw = _read_at(file, entry.data_offset, entry.compressed_size)
+    if len(raw) != entry.compressed_size:
+        expected, found = f"{entry.compressed_size} bytes of data", f"{len(raw)} (truncated)"
+        problem = SnapshotProblem(entry.name, "container", expected, found)
+        return LoadedMember(None, None, (problem,))
+    data: bytes | None = raw
+    if entry.method == fmt.DEFLATED:
+        data, problem = _inflate(raw, entry.size, entry.name)
+        if data is None:
+            return LoadedMember(None, None, (problem,) if problem else ())
+    crc = zlib.crc32(data)
+    problems = ()
+    if crc != entry.crc32:
+        problems = (SnapshotProblem(entry.name, "crc32", f"{entry.crc32:08x}", f"{crc:08x}"),)
+    return LoadedMember(data, hashlib.sha256(data).hexdigest(), problems)

@@ -1,0 +1,359 @@
+"""Record lines of a snapshot: encoding a store row, and decoding and validating a chunk.
+
+A record line is one JSON object with exactly the six fields of a memory, sorted keys, no
+whitespace, non-ASCII kept as UTF-8. Validation applies the store's rules (``models.make_memory``)
+with three stricter ones, since a package must hydrate to exactly what it says: every field is
+required (no defaults), ``tags`` is a JSON array, and ``created_at`` is canonical UTC text
+(``models.format_timestamp``). Strings must also be valid Unicode (no lone surrogates), as
+SQLite can only store those.
+
+A chunk is checked column by column with C-level builtins (one ``json.loads`` for the whole
+chunk, ``set(map(type, ...))``, ``min``/``max``, ``str.join``), which keeps the per-record
+Python work near zero. Only when that fast check fails is the chunk parsed line by line, to
+report each bad line with what was expected and what was found.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from collections.abc import Sequence
+from datetime import datetime
+from itertools import chain, islice
+from operator import itemgetter, lt
+
+from hotmem.models import MAX_ID_LENGTH
+
+__all__ = [
+    "RECORD_FIELDS",
+    "ChunkRecords",
+    "LineProblem",
+    "decode_records",
+    "field_problem",
+    "record_line",
+    "reject_constant",
+]
+
+RECORD_FIELDS = ("created_at", "fact", "identifier", "importance", "memory_id", "tags")
+_FIELD_SET = frozenset(RECORD_FIELDS)
+_COLUMNS = itemgetter("memory_id", "identifier", "fact", "importance", "tags", "created_at")
+# Canonical timestamps (models.format_timestamp) with every digit mapped to 9, one a line.
+_DIGITS_TO_9 = bytes.maketrans(b"0123456789", b"9" * 10)
+_WHOLE_SECOND, _FRACTION = b"9999-99-99T99:99:99Z\n", b"9999-99-99T99:99:99.999999Z\n"
+_LINE_NOT_AN_OBJECT = re.compile("\n[^{]")
+_TEXT_LIMITS = {"memory_id": MAX_ID_LENGTH, "identifier": MAX_ID_LENGTH, "fact": None}
+
+# (line number, check, expected, found)
+LineProblem = tuple[int, str, str, str]
+
+# -- encoding ------------------------------------------------------------------------------------
+_quote = json.encoder.encode_basestring  # json.dumps' own C string encoder (no ASCII escaping)
+_TAG_CACHE: dict[str, str] = {}
+_TAG_CACHE_LIMIT = 1 << 16
+
+
+def _compact_tags(stored: str) -> str:
+    """The compact JSON of a store's ``tags`` column (``["a", "b"]`` -> ``["a","b"]``)."""
+    compact = _TAG_CACHE.get(stored)
+    if compact is None:
+        compact = "[" + ",".join(map(_quote, json.loads(stored))) + "]"
+        if len(_TAG_CACHE) >= _TAG_CACHE_LIMIT:
+            _TAG_CACHE.clear()
+        _TAG_CACHE[stored] = compact
+    return compact
+
+
+def record_line(row: Sequence) -> str:
+    """One record line (without its newline) from a ``memories`` row.
+
+    ``row`` starts with ``(memory_id, identifier, fact, importance, tags, created_at)`` as the
+    table holds them (``tags`` as JSON text, ``created_at`` as canonical text); further items
+    are ignored. The result equals ``json.dumps(record, sort_keys=True, ensure_ascii=False,
+    separators=(",", ":"))``; it is built field by field because that is twice as fast.
+    """
+    return (
+        f'{{"created_at":{_quote(row[5])},"fact":{_quote(row[2])},'
+        f'"identifier":{_quote(row[1])},"importance":{float(row[3])!r},'
+        f'"memory_id":{_quote(row[0])},"tags":{_compact_tags(row[4])}}}'
+    )
+
+
+# -- field rules (the reference, used to explain a failure) --------------------------------------
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return {str: "a string", int: "a number", float: "a number", list: "an array"}.get(
+        type(value), "an object"
+    )
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _unicode_problem(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"a lone surrogate U+{ord(text[exc.start]):04X} at position {exc.start}"
+    return None
+
+
+def _text_problem(field: str, value: object, max_length: int | None) -> tuple[str, str] | None:
+    if not isinstance(value, str):
+        return f"{field} as a string", f"{_json_type(value)} {_shown(value)}"
+    if not value.strip():
+        return f"{field} not blank", f"{field}={_shown(value)}"
+    if max_length is not None and len(value) > max_length:
+        return f"{field} of at most {max_length} characters", f"{len(value)} characters"
+    if "\x00" in value:
+        return f"{field} without NUL characters", f"a NUL at position {value.index(chr(0))}"
+    surrogate = _unicode_problem(value)
+    return None if surrogate is None else (f"{field} as valid Unicode text", surrogate)
+
+
+def field_problem(field: str, value: object) -> tuple[str, str] | None:
+    """``(expected, found)`` when ``value`` breaks the rule of ``field``, else ``None``."""
+    if field in _TEXT_LIMITS:
+        return _text_problem(field, value, _TEXT_LIMITS[field])
+    if field == "importance":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return "importance as a number in [0, 1]", f"{_json_type(value)} {_shown(value)}"
+        if not 0.0 <= value <= 1.0:
+            return "importance in [0, 1]", f"importance={_shown(value)}"
+        return None
+    if field == "tags":
+        if not isinstance(value, list):
+            return "tags as an array of strings", f"{_json_type(value)} {_shown(value)}"
+        for tag in value:
+            if not isinstance(tag, str) or not tag.strip():
+                return "every tag a non-blank string", f"tag={_shown(tag)}"
+            surrogate = _unicode_problem(tag)
+            if surrogate is not None:
+                return "every tag valid Unicode text", surrogate
+        return None
+    if not isinstance(value, str):
+        return "created_at as a string", f"{_json_type(value)} {_shown(value)}"
+    if not _timestamp_ok(value):
+        return (
+            "created_at as canonical UTC text such as '2025-01-31T09:00:00Z'",
+            f"created_at={_shown(value)}",
+        )
+    return None
+
+
+def _timestamp_ok(text: str) -> bool:
+    return _timestamps_ok({text})
+
+
+def _record_problem(record: object) -> tuple[str, str] | None:
+    if not isinstance(record, dict):
+        return "a JSON object", f"{_json_type(record)} {_shown(record)}"
+    if record.keys() != _FIELD_SET:
+        missing = [field for field in RECORD_FIELDS if field not in record]
+        unknown = sorted(set(record) - _FIELD_SET)
+        found = "; ".join(
+            part
+            for part in (
+                missing and "missing " + ", ".join(missing),
+                unknown and "unknown " + ", ".join(map(repr, unknown)),
+            )
+            if part
+        )
+        return "exactly the fields " + ", ".join(RECORD_FIELDS), found
+    for field in RECORD_FIELDS:
+        problem = field_problem(field, record[field])
+        if problem is not None:
+            return problem
+    return None
+
+
+# -- fast whole-chunk check ----------------------------------------------------------------------
+def _texts_ok(column: Sequence[object], max_length: int | None, *, nul: bool = False) -> bool:
+    if set(map(type, column)) != {str} or not all(map(str.strip, column)):
+        return False
+    if max_length is not None and max(map(len, column)) > max_length:
+        return False
+    joined = "".join(column)
+    if not nul and "\x00" in joined:
+        return False
+    try:
+        joined.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _timestamps_ok(stamps: set[object]) -> bool:
+    """Every distinct ``created_at`` is canonical UTC text, checked in C-level passes.
+
+    With its digits mapped to 9, every line must be one of the two canonical shapes: the
+    shapes hold one newline each, at their end, so occurrences of them cannot overlap, and
+    when they add up to the whole text they are exactly its lines. Then no fraction may be
+    zero (the canonical form drops it) and every value must be a real date and time.
+    """
+    if not stamps:
+        return True
+    if set(map(type, stamps)) != {str}:
+        return False
+    try:
+        joined = ("\n".join(stamps) + "\n").encode("ascii")
+    except UnicodeEncodeError:
+        return False
+    shapes = joined.translate(_DIGITS_TO_9)
+    covered = len(_WHOLE_SECOND) * shapes.count(_WHOLE_SECOND)
+    covered += len(_FRACTION) * shapes.count(_FRACTION)
+    if covered != len(shapes) or b".000000Z" in joined:
+        return False
+    try:
+        deque(map(datetime.fromisoformat, stamps), maxlen=0)
+    except ValueError:  # a month, day or hour out of range
+        return False
+    return True
+
+
+def _columns_ok(columns: list[tuple]) -> bool:
+    memory_ids, identifiers, facts, importances, tags, created = columns
+    if not (
+        _texts_ok(memory_ids, MAX_ID_LENGTH)
+        and _texts_ok(identifiers, MAX_ID_LENGTH)
+        and _texts_ok(facts, None)
+    ):
+        return False
+    if not set(map(type, importances)) <= {float, int}:
+        return False
+    # No NaN can reach here (``reject_constant``), so min and max bound every value.
+    if min(importances) < 0.0 or max(importances) > 1.0:
+        return False
+    if set(map(type, tags)) != {list}:
+        return False
+    flat = list(chain.from_iterable(tags))
+    if flat and not _texts_ok(flat, None, nul=True):  # the store allows NUL in tags
+        return False
+    if not _timestamps_ok(set(created)):
+        return False
+    return all(map(lt, memory_ids, islice(memory_ids, 1, None)))
+
+
+def reject_constant(name: str) -> float:
+    """``parse_constant`` for ``json.loads``: NaN and Infinity are not JSON."""
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _fast_decode(data: bytes) -> list[tuple] | None:
+    """The six columns of the records when the whole chunk is certainly valid, else ``None``.
+
+    The lines are joined with commas into one JSON array and parsed in one call. Every line
+    must start with ``{``, so a line break inside an object would put a ``{`` where a key
+    belongs, which is invalid JSON. The array could then split differently from the lines only
+    where a line break sits inside a nested array, which puts an object inside ``tags``, and
+    the field rules refuse that. So a valid array of as many valid records as there are lines
+    is exactly one record per line.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not text.endswith("\n") or not text.startswith("{"):
+        return None
+    body = text[:-1]
+    if _LINE_NOT_AN_OBJECT.search(body) is not None:
+        return None
+    try:
+        records = json.loads("[" + body.replace("\n", ",") + "]", parse_constant=reject_constant)
+    except ValueError:
+        return None
+    if len(records) != text.count("\n") or set(map(type, records)) != {dict}:
+        return None
+    if set(map(len, records)) != {len(RECORD_FIELDS)}:
+        return None
+    try:
+        columns = list(zip(*map(_COLUMNS, records), strict=True))
+    except KeyError:
+        return None
+    return columns if _columns_ok(columns) else None
+
+
+# -- decoding a chunk ----------------------------------------------------------------------------
+class ChunkRecords:
+    """The outcome of decoding one records member.
+
+    Attributes:
+        columns: ``(memory_ids, identifiers, facts, importances, tags, created_ats)``, each in
+            line order; empty when any line has a problem.
+        line_count: number of lines (records) in the member.
+        first_id, last_id: the smallest and largest valid memory_id, for checks across chunks.
+        problems: ``(line, check, expected, found)`` per bad line, at most ``max_problems``.
+        more_problems: how many further bad lines were not listed.
+    """
+
+    __slots__ = ("columns", "first_id", "last_id", "line_count", "more_problems", "problems")
+
+    def __init__(self) -> None:
+        self.columns: list[tuple] = []
+        self.line_count = 0
+        self.first_id: str | None = None
+        self.last_id: str | None = None
+        self.problems: list[LineProblem] = []
+        self.more_problems = 0
+
+
+def decode_records(data: bytes, *, max_problems: int = 20) -> ChunkRecords:
+    """Decode and validate the bytes of one records member."""
+    chunk = ChunkRecords()
+    columns = _fast_decode(data)
+    if columns is not None:
+        chunk.columns, chunk.line_count = columns, len(columns[0]) if columns else 0
+        if columns:
+            chunk.first_id, chunk.last_id = columns[0][0], columns[0][-1]
+        return chunk
+    _slow_decode(data, chunk, max_problems)
+    return chunk
+
+
+def _slow_decode(data: bytes, chunk: ChunkRecords, max_problems: int) -> None:
+    problems: list[LineProblem] = []
+    lines = data.split(b"\n")
+    if lines[-1]:
+        problems.append(
+            (len(lines), "json", "every line ended by a newline", f"{len(lines[-1])} bytes after")
+        )
+    else:
+        lines.pop()
+    chunk.line_count = len(lines)
+    records = []
+    previous: str | None = None
+    for number, raw in enumerate(lines, start=1):
+        try:
+            record = json.loads(raw.decode("utf-8"), parse_constant=reject_constant)
+        except UnicodeDecodeError as exc:
+            problems.append(
+                (number, "json", "UTF-8 text", f"{exc.reason} at byte {exc.start} of the line")
+            )
+            continue
+        except ValueError as exc:
+            problems.append((number, "json", "one JSON object", str(exc)))
+            continue
+        problem = _record_problem(record)
+        if problem is not None:
+            problems.append((number, "record", *problem))
+            continue
+        records.append(record)
+        memory_id = record["memory_id"]
+        if previous is not None and memory_id <= previous:
+            check = "duplicate-id" if memory_id == previous else "order"
+            expected = f"memory_id after {previous!r} (ascending, unique)"
+            problems.append((number, check, expected, f"memory_id={memory_id!r}"))
+        if chunk.first_id is None:
+            chunk.first_id = memory_id
+        chunk.last_id = previous = max(memory_id, previous or memory_id)
+    if not problems and records:
+        # The fast path refused a chunk these rules accept (a line with spaces around its
+        # object, say): the rules decide.
+        chunk.columns = list(zip(*map(_COLUMNS, records), strict=True))
+    chunk.problems = problems[:max_problems]
+    chunk.more_problems = max(0, len(problems) - max_problems)

@@ -1,0 +1,358 @@
+"""Verifying a snapshot package without trusting it.
+
+The package is read in place, one member at a time, and never extracted. The container is
+parsed strictly (``snapshot_container``), the manifest is checked field by field
+(``snapshot_manifest``), every member the manifest lists must be present under its exact name
+and nothing else may be, and each member's size and SHA-256 must match the manifest. Every record
+is validated with the store's rules (``snapshot_records``), ``memory_id`` must ascend strictly
+across the whole package, and the vectors must be finite float32 values of the declared
+dimension. Every problem is reported, with what was expected and what was found.
+
+``hydrate`` reads the package through the same :class:`PackageReader`, so it applies exactly
+these checks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+import sys
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import TracebackType
+
+from hotmem import snapshot_format as fmt
+from hotmem.embed import MODEL_NAME, embed_bytes
+from hotmem.errors import SnapshotError
+from hotmem.snapshot import gc_paused
+from hotmem.snapshot_container import load_member, read_directory
+from hotmem.snapshot_format import CentralEntry, SnapshotProblem
+from hotmem.snapshot_manifest import Manifest, MemberMeta, check_manifest, content_digest
+from hotmem.snapshot_records import decode_records, reject_constant
+
+__all__ = ["Chunk", "PackageReader", "VerificationReport", "verify_snapshot"]
+
+MAX_PROBLEMS = 1000
+_NAMES_EXPECTED = "manifest.json, records/NNNNNN.jsonl or vectors/NNNNNN.f32"
+
+
+@dataclass(frozen=True, slots=True)
+class VerificationReport:
+    """The outcome of verifying a package.
+
+    Attributes:
+        path: the package verified.
+        record_count: records read from the package (valid or not).
+        content_digest: the content digest recomputed from the members, ``None`` when a member
+            could not be read.
+        problems: every problem found, in the order found (at most 1,000, then a count).
+    """
+
+    path: str
+    record_count: int
+    content_digest: str | None
+    problems: tuple[SnapshotProblem, ...]
+
+    @property
+    def ok(self) -> bool:
+        """Whether the package verified: no problem at all."""
+        return not self.problems
+
+    def to_dict(self) -> dict[str, object]:
+        """The report as a JSON-ready dict."""
+        return {
+            "path": self.path,
+            "ok": self.ok,
+            "record_count": self.record_count,
+            "content_digest": self.content_digest,
+            "problems": [
+                {"location": p.location, "check": p.check, "expected": p.expected, "found": p.found}
+                for p in self.problems
+            ],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One verified records member and its vectors, ready to load.
+
+    Attributes:
+        name: the records member.
+        columns: ``(memory_ids, identifiers, facts, importances, tags, created_ats)``.
+        vectors: the records' vectors, concatenated in the same order.
+    """
+
+    name: str
+    columns: list[tuple]
+    vectors: bytes
+
+
+def _floats(vectors: bytes) -> array:
+    values = array("f")
+    values.frombytes(vectors)
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values
+
+
+def _all_finite(vectors: bytes) -> bool:
+    """Whether every little-endian float32 is finite, without a Python loop per value.
+
+    A NaN or infinity has all eight exponent bits set, so its high byte is 0x7F or 0xFF. Only
+    when such a byte occurs (in finite values, from magnitude 2**127 on) is each value tested.
+    """
+    high = vectors[3::4]
+    if b"\x7f" not in high and b"\xff" not in high:
+        return True
+    return all(map(math.isfinite, _floats(vectors)))
+
+
+def _first_non_finite(vectors: bytes, width: int) -> str:
+    values = _floats(vectors)
+    position = next(i for i, value in enumerate(values) if not math.isfinite(value))
+    return f"{values[position]} in vector {position // (width // 4) + 1}"
+
+
+class PackageReader:
+    """Reads and checks a package member by member; a context manager.
+
+    Iterate :meth:`chunks` to the end, then take :meth:`report`. Each chunk is yielded once its
+    own records and vectors verified; the package as a whole is valid only if the report is.
+
+    Raises:
+        SnapshotError: the file cannot be opened or is not a regular file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        try:
+            self._file = open(self.path, "rb")  # noqa: SIM115 (closed by close())
+        except OSError as exc:
+            raise SnapshotError(f"cannot read package {self.path!r}: {exc.strerror}") from None
+        info = os.fstat(self._file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            self._file.close()
+            raise SnapshotError(f"cannot read package {self.path!r}: not a regular file")
+        self._size = info.st_size
+        self._problems: list[SnapshotProblem] = []
+        self._dropped = 0
+        self._record_count = 0
+        self._digest: str | None = None
+        self._previous: tuple[str, str] | None = None
+
+    def close(self) -> None:
+        """Close the package file."""
+        self._file.close()
+
+    def __enter__(self) -> PackageReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def ok(self) -> bool:
+        """Whether no problem has been found so far."""
+        return not self._problems
+
+    def report(self) -> VerificationReport:
+        """The report of everything read so far."""
+        problems = list(self._problems)
+        if self._dropped:
+            expected = f"at most {MAX_PROBLEMS} problems listed"
+            problems.append(
+                SnapshotProblem("package", "more-problems", expected, f"{self._dropped} more")
+            )
+        return VerificationReport(self.path, self._record_count, self._digest, tuple(problems))
+
+    def _add(self, location: str, check: str, expected: str, found: str) -> None:
+        self._extend([SnapshotProblem(location, check, expected, found)])
+
+    def _extend(self, problems: list[SnapshotProblem] | tuple[SnapshotProblem, ...]) -> None:
+        room = MAX_PROBLEMS - len(self._problems)
+        self._problems.extend(problems[:room])
+        self._dropped += max(0, len(problems) - room)
+
+    # -- manifest and member list ----------------------------------------------------------------
+    def _manifest(self, entries: list[CentralEntry]) -> Manifest | None:
+        first = entries[0] if entries else None
+        if first is None or first.name != fmt.MANIFEST_NAME:
+            found = "no member" if first is None else repr(first.name)
+            self._add("package", "member-order", "manifest.json as the first member", found)
+            first = next((e for e in entries if e.name == fmt.MANIFEST_NAME), None)
+            if first is None:
+                self._add(fmt.MANIFEST_NAME, "member-missing", "a manifest", "no such member")
+                return None
+        loaded = load_member(self._file, first, fmt.MAX_MANIFEST_BYTES)
+        self._extend(loaded.problems)
+        if loaded.data is None:
+            return None
+        try:
+            value = json.loads(loaded.data.decode("utf-8"), parse_constant=reject_constant)
+        except ValueError as exc:  # UnicodeDecodeError is a ValueError too
+            self._add(fmt.MANIFEST_NAME, "manifest", "a JSON object in UTF-8", str(exc))
+            return None
+        manifest, problems = check_manifest(value)
+        self._extend(problems)
+        return manifest
+
+    def _plan(
+        self, entries: list[CentralEntry], members: list[MemberMeta]
+    ) -> dict[str, CentralEntry]:
+        """The ZIP entry of every member the manifest lists, after checking every name."""
+        listed = {meta.name for meta in members}
+        present: dict[str, CentralEntry] = {}
+        manifest_seen = False
+        for entry in entries:
+            kind = fmt.member_kind(entry.name)
+            if kind == "manifest" and not manifest_seen:
+                manifest_seen = True
+            elif kind is None:
+                self._add(entry.name, "member-name", _NAMES_EXPECTED, repr(entry.name))
+            elif kind == "manifest" or entry.name in present:
+                self._add(entry.name, "member-name", "each name once", "a second member")
+            elif entry.name not in listed:
+                self._add(entry.name, "member-extra", "only members the manifest lists", "extra")
+            else:
+                present[entry.name] = entry
+        for meta in members:
+            if meta.name not in present:
+                self._add(meta.name, "member-missing", "a member the manifest lists", "missing")
+        in_manifest = [meta.name for meta in members if meta.name in present]
+        if list(present) != in_manifest:
+            expected = "members in manifest order"
+            self._add("package", "member-order", expected, ", ".join(present))
+        return present
+
+    # -- chunks ----------------------------------------------------------------------------------
+    def chunks(self) -> Iterator[Chunk]:
+        """Check the package, yielding each chunk whose records and vectors are valid."""
+        entries, problems = read_directory(self._file, self._size)
+        self._extend(problems)
+        if entries is None:
+            return
+        manifest = self._manifest(entries)
+        if manifest is None:
+            return
+        present = self._plan(entries, manifest.members)
+        pairs = list(zip(manifest.members[0::2], manifest.members[1::2], strict=True))
+        digests: dict[str, str] = {}
+        for records_meta, vectors_meta in pairs:
+            before = len(self._problems) + self._dropped
+            records = self._accept(records_meta, present.get(records_meta.name), digests)
+            vectors = self._accept(vectors_meta, present.get(vectors_meta.name), digests)
+            chunk = self._check_chunk(
+                records_meta, records, vectors_meta.name, vectors, manifest.vector_bytes
+            )
+            if chunk is not None and len(self._problems) + self._dropped == before:
+                yield chunk
+        names = [meta.name for meta in manifest.members]
+        if all(name in digests for name in names):
+            self._digest = content_digest((name, digests[name]) for name in names)
+            declared = manifest.content_digest
+            if declared is not None and declared != self._digest:
+                self._add(fmt.MANIFEST_NAME, "content-digest", declared, self._digest)
+
+    def _accept(
+        self, meta: MemberMeta, entry: CentralEntry | None, digests: dict[str, str]
+    ) -> bytes | None:
+        """The member's bytes once read, with its size and SHA-256 matched to the manifest."""
+        if entry is None:  # already reported missing
+            return None
+        loaded = load_member(self._file, entry, fmt.MAX_MEMBER_BYTES)
+        self._extend(loaded.problems)
+        if loaded.data is None or loaded.sha256 is None:
+            return None
+        digests[meta.name] = loaded.sha256
+        if len(loaded.data) != meta.size:
+            found = f"{len(loaded.data)} bytes"
+            self._add(meta.name, "size", f"{meta.size} bytes (manifest)", found)
+        if loaded.sha256 != meta.sha256:
+            self._add(meta.name, "sha256", f"{meta.sha256} (manifest)", loaded.sha256)
+        return loaded.data
+
+    def _check_chunk(
+        self,
+        meta: MemberMeta,
+        records: bytes | None,
+        vectors_name: str,
+        vectors: bytes | None,
+        width: int,
+    ) -> Chunk | None:
+        """Validate one chunk's records and vectors; the chunk, when both could be read."""
+        if records is None:
+            return None
+        name = meta.name
+        decoded = decode_records(records)
+        self._record_count += decoded.line_count
+        self._extend([SnapshotProblem(f"{name}:{line}", *rest) for line, *rest in decoded.problems])
+        if decoded.more_problems:
+            self._add(name, "more-problems", "at most 20 listed", f"{decoded.more_problems} more")
+        if decoded.line_count != meta.records:
+            self._add(name, "record-count", f"{meta.records} (manifest)", f"{decoded.line_count}")
+        if self._previous is not None and decoded.first_id is not None:
+            last, last_member = self._previous
+            if decoded.first_id <= last:
+                check = "duplicate-id" if decoded.first_id == last else "order"
+                expected = f"memory_id after {last!r} (the last of {last_member})"
+                self._add(name, check, expected, f"memory_id={decoded.first_id!r}")
+        if decoded.last_id is not None:
+            self._previous = (decoded.last_id, name)
+        if vectors is None:
+            return None
+        expected_size = decoded.line_count * width
+        if len(vectors) != expected_size:
+            found = f"{len(vectors)} bytes"
+            expected = f"{expected_size} bytes for the records of {name}"
+            self._add(vectors_name, "vector", expected, found)
+        elif not _all_finite(vectors):
+            found = _first_non_finite(vectors, width)
+            self._add(vectors_name, "vector", "finite float32 values", found)
+        return Chunk(name, decoded.columns, vectors)
+
+    def recompute_vectors(self, chunk: Chunk) -> None:
+        """Check that every vector of ``chunk`` is the embedding of its fact, bit for bit."""
+        memory_ids, facts = chunk.columns[0], chunk.columns[2]
+        expected = b"".join(map(embed_bytes, facts))
+        if expected == chunk.vectors:
+            return
+        width = len(expected) // len(facts)
+        for number, memory_id in enumerate(memory_ids, start=1):
+            window = slice((number - 1) * width, number * width)
+            if expected[window] != chunk.vectors[window]:
+                found = f"another vector for memory_id={memory_id!r}"
+                self._add(f"{chunk.name}:{number}", "vector", f"the {MODEL_NAME} vector", found)
+
+
+def verify_snapshot(
+    path: str | os.PathLike[str], *, recompute_vectors: bool = False
+) -> VerificationReport:
+    """Verify a snapshot package without trusting it, and report every problem found.
+
+    Args:
+        path: the package file.
+        recompute_vectors: also re-embed every fact and compare its vector bit for bit
+            (slower; proves the derived vector index matches the records).
+
+    Returns:
+        The report; ``report.ok`` is true when the package can be hydrated.
+
+    Raises:
+        SnapshotError: the file cannot be opened or read, or is not a regular file.
+    """
+    with gc_paused(), PackageReader(path) as reader:
+        try:
+            for chunk in reader.chunks():
+                if recompute_vectors:
+                    reader.recompute_vectors(chunk)
+        except OSError as exc:  # the file vanished or the disk failed while reading
+            raise SnapshotError(f"cannot read package {reader.path!r}: {exc}") from None
+        return reader.report()

@@ -1,0 +1,521 @@
+"""Verifying packages without trusting them: one case per way a package can be wrong.
+
+Each case edits a known-good package and names the exact problems verification must report.
+Edits that "refresh" rewrite the manifest's sizes, digests and content digest to match the
+edited members, as a careful forger would, so only the deeper check can catch them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import struct
+import tracemalloc
+import zipfile
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import hotmem
+from hotmem import snapshot_format as fmt
+from hotmem.snapshot_format import CentralEntry
+from hotmem.snapshot_manifest import content_digest
+
+Members = dict[str, bytes]
+
+MEMORIES = [
+    {
+        "memory_id": f"m-{i}",
+        "identifier": "acme" if i % 2 else "globex",
+        "fact": fact,
+        "importance": 0.5,
+        "tags": ["t"],
+        "created_at": "2026-01-01T00:00:00Z",
+    }
+    for i, fact in enumerate(
+        [
+            "Invoices above EUR 5,000 need two approvals.",
+            "Backups run nightly at 02:00 UTC.",
+            "Le café est servi à 9h.",
+            "Deploys freeze on Fridays.",
+            "Expense claims are filed within 30 days.",
+            "東京オフィスは三階です。",
+            "Passwords rotate every 90 days.",
+        ]
+    )
+]
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A valid package of 7 memories in two chunks (4 + 3)."""
+    directory = tmp_path_factory.mktemp("good")
+    with pytest.MonkeyPatch.context() as patch, hotmem.open_store(directory / "s.db") as store:
+        patch.setattr(fmt, "CHUNK_RECORDS", 4)
+        store.add_many(MEMORIES)
+        store.snapshot(directory / "good.zip")
+    return directory / "good.zip"
+
+
+@dataclass
+class Member:
+    """A member to write, optionally with lying headers."""
+
+    name: str
+    data: bytes
+    method: int | None = None
+    declared_size: int | None = None
+
+
+def read_members(path: Path) -> Members:
+    with zipfile.ZipFile(path) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def write_zip(path: Path, members: list[Member]) -> Path:
+    """Write members with the format's exact layout (the writer's own header functions)."""
+    out = bytearray()
+    entries = []
+    for member in members:
+        kind = fmt.member_kind(member.name) or "records"
+        method, level = fmt.compression_for(kind)
+        method = method if member.method is None else member.method
+        packed = fmt.compress(member.data, level) if method == fmt.DEFLATED else member.data
+        size = len(member.data) if member.declared_size is None else member.declared_size
+        entry = CentralEntry(
+            member.name, method, zlib.crc32(member.data), len(packed), size, len(out)
+        )
+        out += fmt.local_header(entry) + packed
+        entries.append(entry)
+    directory = b"".join(map(fmt.central_header, entries))
+    offset = len(out)
+    out += directory + fmt.end_record(len(entries), len(directory), offset)
+    path.write_bytes(bytes(out))
+    return path
+
+
+def write_members(path: Path, members: Members) -> Path:
+    return write_zip(path, [Member(name, data) for name, data in members.items()])
+
+
+def manifest_of(members: Members) -> dict:
+    return json.loads(members["manifest.json"])
+
+
+def with_manifest(members: Members, manifest: dict) -> Members:
+    text = json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
+    return {**members, "manifest.json": text.encode()}
+
+
+def refreshed(members: Members) -> Members:
+    """Make the manifest agree with the members' actual bytes (sizes, digests, counts)."""
+    manifest = manifest_of(members)
+    for meta in manifest["members"]:
+        data = members.get(meta["name"])
+        if data is not None:
+            meta["size"], meta["sha256"] = len(data), hashlib.sha256(data).hexdigest()
+    manifest["content_digest"] = content_digest(
+        (m["name"], m["sha256"]) for m in manifest["members"]
+    )
+    return with_manifest(members, manifest)
+
+
+def edit_lines(members: Members, name: str, edit: Callable[[list[str]], list[str]]) -> Members:
+    lines = members[name].decode().split("\n")[:-1]
+    return {**members, name: ("\n".join(edit(lines)) + "\n").encode()}
+
+
+def edit_record(index: int, **fields: object) -> Callable[[list[str]], list[str]]:
+    def edit(lines: list[str]) -> list[str]:
+        record = json.loads(lines[index])
+        record.update(fields)
+        lines[index] = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return lines
+
+    return edit
+
+
+def edit_manifest(**changes: object) -> Callable[[Members], Members]:
+    def edit(members: Members) -> Members:
+        manifest = manifest_of(members)
+        for dotted, value in changes.items():
+            *path, last = dotted.split("__")
+            target = manifest
+            for key in path:
+                target = target[int(key)] if isinstance(target, list) else target[key]
+            target[int(last) if isinstance(target, list) else last] = value
+        return with_manifest(members, manifest)
+
+    return edit
+
+
+def nan_vector(members: Members) -> Members:
+    vectors = bytearray(members["vectors/000000.f32"])
+    vectors[256 + 8 : 256 + 12] = struct.pack("<f", math.nan)
+    return refreshed({**members, "vectors/000000.f32": bytes(vectors)})
+
+
+def reorder(*names: str) -> Callable[[Members], Members]:
+    def edit(members: Members) -> Members:
+        return {name: members[name] for name in names} | members
+
+    return edit
+
+
+R0, V0, R1, V1, MANIFEST = (
+    "records/000000.jsonl",
+    "vectors/000000.f32",
+    "records/000001.jsonl",
+    "vectors/000001.f32",
+    "manifest.json",
+)
+
+# id -> (edit of the members, [(location, check), ...] expected, in order)
+CASES: dict[str, tuple[Callable[[Members], Members], list[tuple[str, str]]]] = {
+    "edited record": (
+        lambda m: edit_lines(m, R0, edit_record(1, fact="Backups run nightly at 03:00 UTC.")),
+        [(R0, "sha256"), (MANIFEST, "content-digest")],
+    ),
+    "edited record, manifest forged to match": (
+        lambda m: refreshed(edit_lines(m, R0, edit_record(1, importance=1.5))),
+        [(f"{R0}:2", "record")],
+    ),
+    "missing member": (
+        lambda m: {k: v for k, v in m.items() if k != V1},
+        [(V1, "member-missing")],
+    ),
+    "missing member, left out of the manifest too": (
+        lambda m: edit_manifest(members=manifest_of(m)["members"][:3])(
+            {k: v for k, v in m.items() if k != V1}
+        ),
+        [
+            (MANIFEST, "member-missing"),
+            (MANIFEST, "record-count"),
+            (R1, "member-extra"),
+            (MANIFEST, "content-digest"),
+        ],
+    ),
+    "extra member with a format name": (
+        lambda m: {**m, "records/000002.jsonl": m[R1]},
+        [("records/000002.jsonl", "member-extra")],
+    ),
+    "extra member with a foreign name": (
+        lambda m: {**m, "README.txt": b"hello"},
+        [("README.txt", "member-name")],
+    ),
+    "duplicate memory_id in a chunk": (
+        lambda m: refreshed(edit_lines(m, R0, edit_record(1, memory_id="m-0"))),
+        [(f"{R0}:2", "duplicate-id")],
+    ),
+    "duplicate memory_id across chunks": (
+        lambda m: refreshed(edit_lines(m, R1, edit_record(0, memory_id="m-3"))),
+        [(R1, "duplicate-id")],
+    ),
+    "records out of order": (
+        lambda m: refreshed(edit_lines(m, R0, lambda lines: [lines[1], lines[0], *lines[2:]])),
+        [(f"{R0}:2", "order")],
+    ),
+    "malformed JSON": (
+        lambda m: refreshed(
+            edit_lines(m, R0, lambda lines: [lines[0], '{"memory_id":', *lines[2:]])
+        ),
+        [(f"{R0}:2", "json")],
+    ),
+    "a line that is not an object": (
+        lambda m: refreshed(edit_lines(m, R0, lambda lines: [lines[0], "[1, 2]", *lines[2:]])),
+        [(f"{R0}:2", "record")],
+    ),
+    "wrong record count": (
+        edit_manifest(record_count=8),
+        [(MANIFEST, "record-count")],
+    ),
+    "wrong record count of a member": (
+        edit_manifest(members__2__records=2, members__3__records=2, members__3__size=512),
+        [(MANIFEST, "record-count"), (V1, "size"), (R1, "record-count")],
+    ),
+    "manifest lies about a digest": (
+        edit_manifest(members__0__sha256="0" * 64),
+        [(R0, "sha256")],
+    ),
+    "manifest lies about the content digest": (
+        edit_manifest(content_digest="f" * 64),
+        [(MANIFEST, "content-digest")],
+    ),
+    "manifest lies about a size": (
+        edit_manifest(members__0__size=10),
+        [(R0, "size")],
+    ),
+    "unknown version": (edit_manifest(format_version=3), [(MANIFEST, "format-version")]),
+    "version as text": (edit_manifest(format_version="2"), [(MANIFEST, "format-version")]),
+    "unknown format": (edit_manifest(format="hotmem-snapshot-x"), [(MANIFEST, "format")]),
+    "incompatible embedding model": (
+        edit_manifest(embedding__model="all-MiniLM-L6-v2"),
+        [(MANIFEST, "embedding-model")],
+    ),
+    "incompatible embedding dimension": (
+        edit_manifest(embedding__dimension=384),
+        [
+            (MANIFEST, "embedding-dimension"),
+            (V0, "size"),
+            (V1, "size"),
+            (V0, "vector"),
+            (V1, "vector"),
+        ],
+    ),
+    "incompatible vector dtype": (
+        edit_manifest(embedding__dtype="float16-le"),
+        [(MANIFEST, "embedding-dtype")],
+    ),
+    "incompatible FTS tokenizer": (
+        edit_manifest(fts__tokenizer="porter unicode61"),
+        [(MANIFEST, "fts-tokenizer")],
+    ),
+    "incompatible FTS columns": (
+        edit_manifest(fts__columns=["fact", "tags"]),
+        [(MANIFEST, "fts-columns")],
+    ),
+    "manifest not JSON": (
+        lambda m: {**m, MANIFEST: m[MANIFEST][:-20]},
+        [(MANIFEST, "manifest")],
+    ),
+    "manifest without a field": (
+        lambda m: with_manifest(m, {k: v for k, v in manifest_of(m).items() if k != "fts"}),
+        [(MANIFEST, "manifest")],
+    ),
+    "manifest with an unknown field": (
+        edit_manifest(created_by="someone"),
+        [(MANIFEST, "manifest")],
+    ),
+    "manifest not first": (reorder(R0, V0, MANIFEST, R1, V1), [("package", "member-order")]),
+    "members out of order": (reorder(MANIFEST, V0, R0, R1, V1), [("package", "member-order")]),
+    "a vector that is not a number": (nan_vector, [(V0, "vector")]),
+    "vectors of the wrong size": (
+        lambda m: refreshed({**m, V0: m[V0][:-4]}),
+        [(V0, "size"), (V0, "vector")],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_verification_catches(good: Path, tmp_path: Path, case: str) -> None:
+    edit, expected = CASES[case]
+    package = write_members(tmp_path / "bad.zip", edit(read_members(good)))
+    report = hotmem.verify_snapshot(package)
+    assert not report.ok
+    assert [(p.location, p.check) for p in report.problems] == expected
+    with pytest.raises(hotmem.VerificationError) as raised:
+        hotmem.hydrate(package, tmp_path / "target.db")
+    assert raised.value.report == report
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.zip"]
+
+
+def test_the_helpers_rebuild_the_package_byte_for_byte(good: Path, tmp_path: Path) -> None:
+    rebuilt = write_members(tmp_path / "same.zip", refreshed(read_members(good)))
+    assert rebuilt.read_bytes() == good.read_bytes()
+    assert hotmem.verify_snapshot(good).ok
+
+
+@pytest.mark.parametrize(
+    ("case", "expected", "found"),
+    [
+        ("edited record", "(manifest)", None),
+        ("manifest lies about a digest", "0" * 64 + " (manifest)", None),
+        ("wrong record count", "8 records (record_count)", "7 in the members"),
+        ("unknown version", "2 (the version this HotMem reads)", "3"),
+        ("incompatible embedding model", "'hotmem-hash-v1' (this HotMem's embedder)", None),
+        ("duplicate memory_id in a chunk", "memory_id after 'm-0' (ascending, unique)", None),
+        (
+            "duplicate memory_id across chunks",
+            "memory_id after 'm-3' (the last of records/000000.jsonl)",
+            "memory_id='m-3'",
+        ),
+        ("edited record, manifest forged to match", "importance in [0, 1]", "importance=1.5"),
+    ],
+)
+def test_problems_say_what_was_expected_and_found(
+    good: Path, tmp_path: Path, case: str, expected: str, found: str | None
+) -> None:
+    edit, _ = CASES[case]
+    package = write_members(tmp_path / "bad.zip", edit(read_members(good)))
+    problem = hotmem.verify_snapshot(package).problems[0]
+    assert problem.expected.endswith(expected)
+    if found is not None:
+        assert problem.found == found
+    assert str(problem) == (
+        f"{problem.location}: {problem.check}: expected {problem.expected}; found {problem.found}"
+    )
+
+
+def test_a_lie_about_the_digest_names_both_digests(good: Path, tmp_path: Path) -> None:
+    members = read_members(good)
+    package = write_members(
+        tmp_path / "bad.zip", edit_manifest(members__0__sha256="0" * 64)(members)
+    )
+    [problem] = hotmem.verify_snapshot(package).problems
+    assert problem.found == hashlib.sha256(members[R0]).hexdigest()
+
+
+def test_every_flipped_byte_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fmt, "CHUNK_RECORDS", 2)
+    with hotmem.open_store(tmp_path / "s.db") as store:
+        store.add_many(MEMORIES[:3])
+        store.snapshot(tmp_path / "p.zip")
+    data = (tmp_path / "p.zip").read_bytes()
+    bad = tmp_path / "bad.zip"
+    missed = []
+    for position in range(len(data)):
+        flipped = bytearray(data)
+        flipped[position] ^= 0xFF
+        bad.write_bytes(flipped)
+        if hotmem.verify_snapshot(bad).ok:
+            missed.append(position)
+    assert missed == []
+
+
+@pytest.mark.parametrize("keep", [0, 1, 21, 22, 100, -1, -21, -22, -23])
+def test_truncation_is_caught(good: Path, tmp_path: Path, keep: int) -> None:
+    data = good.read_bytes()
+    package = tmp_path / "cut.zip"
+    package.write_bytes(data[:keep])
+    report = hotmem.verify_snapshot(package)
+    assert [(p.location, p.check) for p in report.problems] == [("package", "container")]
+
+
+def test_a_file_that_is_not_a_zip(tmp_path: Path) -> None:
+    package = tmp_path / "notes.txt"
+    package.write_text("just some text that is long enough to hold an end record\n" * 3)
+    [problem] = hotmem.verify_snapshot(package).problems
+    assert (problem.location, problem.check) == ("package", "container")
+    assert "signature=101010256" in problem.expected
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "../escape.jsonl",
+        "/etc/passwd",
+        "records/../../escape.jsonl",
+        "records\\000000.jsonl",
+        "C:/records/000000.jsonl",
+        "records/000000.jsonl/",
+        "./manifest.json",
+        "records/0000001.jsonl",
+    ],
+)
+def test_member_names_cannot_escape(good: Path, tmp_path: Path, name: str) -> None:
+    members = {**read_members(good), name: b'{"memory_id":"x"}\n'}
+    work = tmp_path / "work"
+    work.mkdir()
+    package = write_members(work / "bad.zip", members)
+    report = hotmem.verify_snapshot(package)
+    assert [(p.location, p.check, p.found) for p in report.problems] == [
+        (name, "member-name", repr(name))
+    ]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["bad.zip", "work"]
+
+
+def test_a_duplicate_member_name(good: Path, tmp_path: Path) -> None:
+    members = read_members(good)
+    entries = [Member(name, data) for name, data in members.items()]
+    package = write_zip(tmp_path / "bad.zip", [*entries, Member(R0, members[R0])])
+    report = hotmem.verify_snapshot(package)
+    assert [(p.location, p.check, p.expected) for p in report.problems] == [
+        (R0, "member-name", "each name once")
+    ]
+
+
+def test_a_decompression_bomb_stops_at_the_declared_size(good: Path, tmp_path: Path) -> None:
+    members = read_members(good)
+    bomb = b"{" * (64 * 2**20)  # 64 MiB that deflate squeezes to 64 KiB
+    entries = [
+        Member(name, bomb, declared_size=len(data)) if name == R0 else Member(name, data)
+        for name, data in members.items()
+    ]
+    package = write_zip(tmp_path / "bomb.zip", entries)
+    del bomb
+    assert package.stat().st_size < 200_000
+    tracemalloc.start()
+    report = hotmem.verify_snapshot(package)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [(p.location, p.check) for p in report.problems] == [(R0, "size")]
+    assert report.problems[0].found == f"more than {len(members[R0])} bytes (reading stopped)"
+    assert peak < 2 * 2**20
+
+
+def test_a_declared_size_above_the_limit_is_never_decompressed(good: Path, tmp_path: Path) -> None:
+    members = read_members(good)
+    entries = [
+        Member(name, data, declared_size=fmt.MAX_MEMBER_BYTES + 1)
+        if name == R0
+        else Member(name, data)
+        for name, data in members.items()
+    ]
+    report = hotmem.verify_snapshot(write_zip(tmp_path / "big.zip", entries))
+    assert [(p.location, p.check, p.found) for p in report.problems] == [
+        (R0, "limit", f"{fmt.MAX_MEMBER_BYTES + 1} declared")
+    ]
+
+
+@pytest.mark.parametrize("method", [fmt.STORED, fmt.DEFLATED])
+def test_either_method_is_accepted_for_any_member(good: Path, tmp_path: Path, method: int) -> None:
+    entries = [Member(name, data, method=method) for name, data in read_members(good).items()]
+    report = hotmem.verify_snapshot(write_zip(tmp_path / "other.zip", entries))
+    assert (report.ok, report.problems) == (True, ())
+    assert report.content_digest == hotmem.verify_snapshot(good).content_digest
+
+
+def test_an_unknown_compression_method(good: Path, tmp_path: Path) -> None:
+    members = read_members(good)
+    entries = [Member(n, d, method=12 if n == R0 else None) for n, d in members.items()]
+    report = hotmem.verify_snapshot(write_zip(tmp_path / "bz.zip", entries))
+    assert [(p.location, p.check) for p in report.problems] == [(R0, "compression")]
+
+
+def test_every_bad_line_is_reported(good: Path, tmp_path: Path) -> None:
+    def edit(lines: list[str]) -> list[str]:
+        for index in (0, 2):
+            lines = edit_record(index, tags="not a list")(lines)
+        return [*lines[:3], "nope", lines[3]]
+
+    members = refreshed(edit_lines(read_members(good), R0, edit))
+    report = hotmem.verify_snapshot(write_members(tmp_path / "bad.zip", members))
+    assert [(p.location, p.check) for p in report.problems] == [
+        (f"{R0}:1", "record"),
+        (f"{R0}:3", "record"),
+        (f"{R0}:4", "json"),
+        (R0, "record-count"),
+        (V0, "vector"),
+    ]
+
+
+def test_recompute_vectors_proves_the_derived_index(good: Path, tmp_path: Path) -> None:
+    assert hotmem.verify_snapshot(good, recompute_vectors=True).ok
+    members = read_members(good)
+    vectors = bytearray(members[V1])
+    vectors[256:512] = members[V1][:256]  # the second vector is a copy of the first
+    package = write_members(tmp_path / "bad.zip", refreshed({**members, V1: bytes(vectors)}))
+    assert hotmem.verify_snapshot(package).ok  # well-formed, so only recomputing can tell
+    report = hotmem.verify_snapshot(package, recompute_vectors=True)
+    assert [(p.location, p.check) for p in report.problems] == [(f"{R1}:2", "vector")]
+
+
+@pytest.mark.parametrize("path", ["missing.zip", "."])
+def test_a_package_that_cannot_be_opened(tmp_path: Path, path: str) -> None:
+    with pytest.raises(hotmem.SnapshotError, match="cannot read package"):
+        hotmem.verify_snapshot(tmp_path / path)
+
+
+def test_report_as_dict(good: Path, tmp_path: Path) -> None:
+    report = hotmem.verify_snapshot(good)
+    assert report.to_dict() == {
+        "path": str(good),
+        "ok": True,
+        "record_count": 7,
+        "content_digest": manifest_of(read_members(good))["content_digest"],
+        "problems": [],
+    }
