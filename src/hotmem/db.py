@@ -154,7 +154,7 @@ class MemoryStore:
         *,
         identifier: str,
         importance: float = 0.5,
-        tags: Iterable[str] = (),
+        tags: list[str] | tuple[str, ...] = (),
         memory_id: str | None = None,
         created_at: object = None,
     ) -> Memory:

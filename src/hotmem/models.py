@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -114,6 +114,9 @@ def _require_importance(value: object) -> float:
         raise ValidationError(
             f"importance must be a number in [0, 1]; found {type(value).__name__} {value!r}"
         )
+    if isinstance(value, int) and not 0 <= value <= 1:
+        # float() of a huge int overflows; an int outside [0, 1] is out of range anyway.
+        raise ValidationError(f"importance must be in [0, 1]; found importance={value!r}")
     importance = float(value)
     if math.isnan(importance) or not 0.0 <= importance <= 1.0:
         raise ValidationError(f"importance must be in [0, 1]; found importance={value!r}")
@@ -121,7 +124,7 @@ def _require_importance(value: object) -> float:
 
 
 def _require_tags(value: object) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, Iterable):
+    if not isinstance(value, list | tuple):
         raise ValidationError(
             f"tags must be a list of strings; found {type(value).__name__} {value!r}"
         )
