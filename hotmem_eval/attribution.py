@@ -20,10 +20,13 @@ __all__ = ["REASONS", "Miss", "Outranker", "Reason", "attribute_misses"]
 
 Reason = Literal["outside_scope", "no_channel_match", "below_floor", "outranked"]
 
+#: Search cosines are exact to 1e-6 (docs/embedding.md): below this, a cosine is no signal.
+COSINE_TOLERANCE = 1e-6
+
 #: reason -> what it means, in report order.
 REASONS: Mapping[str, str] = {
     "outside_scope": "the memory belongs to another identifier than the scope searched",
-    "no_channel_match": "no query term matched (BM25) and its cosine is <= 0",
+    "no_channel_match": "no query term matched (BM25) and its cosine is <= 0 (within 1e-6)",
     "below_floor": "no query term matched and its cosine is below min_similarity",
     "outranked": "a candidate, but other memories scored higher",
 }
@@ -80,7 +83,7 @@ def _explain_miss(
     if not explanation.in_scope:
         reason: Reason = "outside_scope"
         detail = f"memory is in {explanation.identifier!r}; the query searched {scope!r}"
-    elif not explanation.passes_floor and components.cosine <= 0.0:
+    elif not explanation.passes_floor and components.cosine <= COSINE_TOLERANCE:
         reason = "no_channel_match"
         detail = f"no lexical match; cosine {_f(components.cosine)} <= 0"
     elif not explanation.passes_floor:

@@ -197,27 +197,25 @@ def search_memories(
     positions = index.scope(identifier)
     if not positions:
         return []
-    cosines = index.cosines(embed(query), positions)
+    scan = index.scan(embed(query), positions)
+    cosines = scan.at_least(min_similarity)
     lexical = _lexical_scores(store, query, identifier)
     best_bm25 = max(lexical.values(), default=0.0)
-    start = positions.start
     memory_ids, importances, position_of = index.memory_ids, index.importances, index.position
+    lexical_positions = {position_of[rowid]: raw for rowid, raw in lexical.items()}
+    for p in lexical_positions:
+        if p not in cosines:
+            cosines[p] = scan.cosine(p)
 
     # Scores only (floats) for every candidate; components are built for the winners alone.
-    lexical_positions = {position_of[rowid]: raw for rowid, raw in lexical.items()}
     scored = [
-        (-fuse(value, 0.0, importances[start + i]), memory_ids[start + i], start + i)
-        for i, value in enumerate(cosines)
-        if value >= min_similarity and start + i not in lexical_positions
-    ]
-    scored.extend(
         (
-            -fuse(cosines[p - start], normalise_bm25(raw, best_bm25), importances[p]),
+            -fuse(value, normalise_bm25(lexical_positions.get(p), best_bm25), importances[p]),
             memory_ids[p],
             p,
         )
-        for p, raw in lexical_positions.items()
-    )
+        for p, value in cosines.items()
+    ]
     # Best score first; equal scores in memory_id order, so insertion order never matters.
     top = heapq.nsmallest(limit, scored)
     winners = [
@@ -225,7 +223,7 @@ def search_memories(
             -negated,
             index.rowids[p],
             ScoreComponents(
-                cosine=cosines[p - start],
+                cosine=cosines[p],
                 bm25_raw=lexical_positions.get(p),
                 bm25_normalised=normalise_bm25(lexical_positions.get(p), best_bm25),
                 importance=importances[p],

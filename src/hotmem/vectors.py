@@ -1,11 +1,15 @@
 """An in-memory copy of a store's vectors, for exhaustive cosine scoring.
 
-The vectors are kept as one contiguous buffer of little-endian float32 (256 bytes a memory,
-ordered by identifier so a scope is one slice). A query unpacks and measures them in C
-(``struct.iter_unpack`` and ``math.dist``), then applies the identity
-``a·b = (|a|² + |b|² - |a-b|²) / 2``, so no Python bytecode runs per vector component.
-The absolute error of a cosine is below 1e-15, and the computation is deterministic: the same
-vectors always give bit-identical cosines.
+Stored vectors and query vectors are unit vectors (L2-normalised, then rounded to float32), so
+the cosine is computed as ``1 - |a - q|² / 2`` from the Euclidean distance. For exact unit
+vectors this is the cosine; float32 rounding leaves the norms within 1e-7 of 1, so it differs
+from the textbook cosine of the stored values by less than 1e-6, and the same vectors always
+give bit-identical values. A zero vector (text without letters or numbers) has cosine 0.
+
+The vectors are one contiguous buffer of little-endian float32 (256 bytes a memory, ordered
+by identifier so a scope is one slice). A query measures every distance in C
+(``struct.iter_unpack`` and ``math.dist``) and keeps, still in C, only the positions close enough
+to pass the floor; Python arithmetic runs for those candidates alone.
 """
 
 from __future__ import annotations
@@ -15,39 +19,31 @@ import sqlite3
 import struct
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import compress, repeat
+from operator import le
 
 from hotmem.embed import DIMENSION, VECTOR_BYTES
 
 __all__ = ["VectorIndex", "cosine"]
 
 _FORMAT = struct.Struct(f"<{DIMENSION}f")
-_ORIGIN = (0.0,) * DIMENSION
+_ZERO_BLOB = bytes(VECTOR_BYTES)
+_ZERO = (0.0,) * DIMENSION
 _dist = math.dist
-_sqrt = math.sqrt
+# Slack on the distance pre-filter, so rounding can never drop a position the exact test keeps.
+_SLACK = 1e-9
 
 
-def _squared_norm(vector: tuple[float, ...]) -> float:
-    length = _dist(vector, _ORIGIN)
-    return length * length
-
-
-def _root(squared_norm: float) -> float:
-    # A zero vector gets an infinite root, so its cosine divides by infinity and is 0.0.
-    return _sqrt(squared_norm) if squared_norm else math.inf
+def _cosine_from_distance(distance: float) -> float:
+    return 1.0 - distance * distance / 2.0
 
 
 def cosine(a: tuple[float, ...], b: tuple[float, ...]) -> float:
-    """Cosine of two vectors, 0.0 when either is the zero vector (same arithmetic as the index).
-
-    Computed as ``(|a|² + |b|² - |a-b|²) / ((2|b|) |a|)`` with ``a`` the stored vector and
-    ``b`` the query.
-    """
-    na, nb = _squared_norm(a), _squared_norm(b)
-    if nb == 0.0:
+    """Cosine of two hash vectors as search computes it: ``1 - |a - b|² / 2``, 0 for a zero
+    vector."""
+    if a == _ZERO or b == _ZERO:
         return 0.0
-    d = _dist(a, b)
-    return (na + nb - d * d) / ((2.0 * _sqrt(nb)) * _root(na))
+    return _cosine_from_distance(_dist(a, b))
 
 
 @dataclass(slots=True)
@@ -59,7 +55,7 @@ class VectorIndex:
     identifiers: list[str]
     importances: list[float]
     vectors: bytes
-    squared_norms: list[float]
+    zero: frozenset[int]
     position: dict[int, int]
 
     @classmethod
@@ -74,15 +70,13 @@ class VectorIndex:
             rowids, memory_ids, identifiers, importances, blobs = map(list, zip(*rows, strict=True))
         else:
             rowids, memory_ids, identifiers, importances, blobs = [], [], [], [], []
-        vectors = b"".join(blobs)
-        squared = map(_dist, _FORMAT.iter_unpack(vectors), repeat(_ORIGIN))
         return cls(
             rowids=rowids,
             memory_ids=memory_ids,
             identifiers=identifiers,
             importances=importances,
-            vectors=vectors,
-            squared_norms=[d * d for d in squared],
+            vectors=b"".join(blobs),
+            zero=frozenset(compress(range(len(blobs)), map(_ZERO_BLOB.__eq__, blobs))),
             position={rowid: i for i, rowid in enumerate(rowids)},
         )
 
@@ -97,17 +91,43 @@ class VectorIndex:
             bisect_left(self.identifiers, identifier), bisect_right(self.identifiers, identifier)
         )
 
-    def cosines(self, query: tuple[float, ...], positions: range) -> list[float]:
-        """Cosine between ``query`` and every vector in ``positions``, in position order."""
-        nq = _squared_norm(query)
-        if nq == 0.0 or not positions:
-            return [0.0] * len(positions)
-        start, stop = positions.start, positions.stop
-        window = memoryview(self.vectors)[start * VECTOR_BYTES : stop * VECTOR_BYTES]
-        distances = map(_dist, _FORMAT.iter_unpack(window), repeat(query))
-        twice_root_nq = 2.0 * _sqrt(nq)
-        # The arithmetic of cosine(), inlined: this loop runs once per memory in scope.
-        return [
-            (na + nq - d * d) / (twice_root_nq * (_sqrt(na) if na else math.inf))
-            for na, d in zip(self.squared_norms[start:stop], distances, strict=False)
+    def scan(self, query: tuple[float, ...], positions: range) -> Scan:
+        """Measure the distance from ``query`` to every vector in ``positions`` (in C)."""
+        if query == _ZERO:
+            return Scan(positions.start, len(positions), None, self.zero)
+        window = memoryview(self.vectors)[
+            positions.start * VECTOR_BYTES : positions.stop * VECTOR_BYTES
         ]
+        distances = list(map(_dist, _FORMAT.iter_unpack(window), repeat(query)))
+        return Scan(positions.start, len(positions), distances, self.zero)
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """The distances from one query to every vector of a scope."""
+
+    start: int
+    size: int
+    distances: list[float] | None  # None for a zero query vector: every cosine is 0
+    zero: frozenset[int]
+
+    def cosine(self, position: int) -> float:
+        """Cosine between the query and the vector at ``position`` (inside the scope)."""
+        if self.distances is None or position in self.zero:
+            return 0.0
+        return _cosine_from_distance(self.distances[position - self.start])
+
+    def at_least(self, floor: float) -> dict[int, float]:
+        """Positions whose cosine is ``>= floor``, with their cosine."""
+        distances, start = self.distances, self.start
+        if distances is None or floor <= 0.0:
+            found = {start + i: self.cosine(start + i) for i in range(self.size)}
+            return {p: value for p, value in found.items() if value >= floor}
+        # cosine >= floor  <=>  distance <= sqrt(2 (1 - floor)); filtered in C, then exact.
+        limit = math.sqrt(2.0 * (1.0 - floor)) + _SLACK
+        found = {}
+        for offset in compress(range(len(distances)), map(le, distances, repeat(limit))):
+            value = _cosine_from_distance(distances[offset])
+            if value >= floor and start + offset not in self.zero:
+                found[start + offset] = value
+        return found

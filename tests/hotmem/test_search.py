@@ -258,3 +258,14 @@ def test_zero_vector_memories_have_zero_cosine(store: MemoryStore) -> None:
     assert explain(store, "copper", "m-symbols").components.cosine == 0.0
     assert [r.memory_id for r in search_memories(store, "copper kettle")] == ["m-1"]
     assert Counter(r.memory_id for r in search_memories(store, "!!!")) == Counter()
+
+
+def test_floor_at_or_below_zero_admits_zero_cosines(store: MemoryStore) -> None:
+    store.add("!!! ???", identifier="a", memory_id="m-symbols")
+    store.add("copper kettle", identifier="a", memory_id="m-1")
+    assert search_memories(store, "???", min_similarity=0.1) == []
+    found = search_memories(store, "???", min_similarity=0.0)
+    assert [(r.memory_id, r.components.cosine) for r in found] == [("m-1", 0.0), ("m-symbols", 0.0)]
+    found = search_memories(store, "copper", min_similarity=-1.0, limit=2)
+    assert [r.memory_id for r in found] == ["m-1", "m-symbols"]
+    assert found[1].components.cosine == 0.0
