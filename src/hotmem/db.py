@@ -86,20 +86,32 @@ def initialise(connection: sqlite3.Connection, *, with_triggers: bool = True) ->
         connection.executescript(schema.CREATE_FTS_TRIGGERS)
 
 
-def _check_compatible(connection: sqlite3.Connection, target: str) -> None:
+def incompatibility(connection: sqlite3.Connection, target: str) -> str | None:
+    """Why the database behind ``connection`` cannot serve as a HotMem store, or None.
+
+    An empty database is compatible (it can be initialised).
+    """
     tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
     if not tables:
-        initialise(connection)
-        return
-    if "hotmem_meta" not in tables:
-        raise StoreError(f"{target!r} is a SQLite database but not a HotMem store")
+        return None
+    if not {"hotmem_meta", "memories"} <= tables:
+        return f"{target!r} is a SQLite database but not a HotMem store"
     meta = dict(connection.execute("SELECT key, value FROM hotmem_meta"))
     for key, expected in schema.expected_meta().items():
         if meta.get(key) != expected:
-            raise StoreError(
+            return (
                 f"store {target!r} is incompatible: expected {key}={expected!r}, "
                 f"found {key}={meta.get(key)!r}"
             )
+    return None
+
+
+def _check_compatible(connection: sqlite3.Connection, target: str) -> None:
+    problem = incompatibility(connection, target)
+    if problem is not None:
+        raise StoreError(problem)
+    if connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+        initialise(connection)
 
 
 class MemoryStore:

@@ -62,18 +62,11 @@ def _memories_in(target: Path) -> int:
     except sqlite3.Error as exc:
         raise HydrationError(f"cannot open target {str(target)!r}: {exc}") from None
     try:
-        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master")}
-        if not tables:
+        problem = db.incompatibility(connection, str(target))
+        if problem is not None:
+            raise HydrationError(f"target {problem}")
+        if connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
             return 0
-        if not {"hotmem_meta", "memories"} <= tables:
-            raise HydrationError(f"target {str(target)!r} is a SQLite database but not a store")
-        meta = dict(connection.execute("SELECT key, value FROM hotmem_meta"))
-        for key, expected in schema.expected_meta().items():
-            if meta.get(key) != expected:
-                raise HydrationError(
-                    f"target {str(target)!r} is incompatible: expected {key}={expected!r}, "
-                    f"found {key}={meta.get(key)!r}"
-                )
         return connection.execute("SELECT count(*) FROM memories").fetchone()[0]
     except sqlite3.DatabaseError as exc:
         raise HydrationError(f"target {str(target)!r} is not a HotMem store: {exc}") from None

@@ -189,7 +189,7 @@ def leftover_journal(path: Path) -> None:
     ("prepare", "message"),
     [
         (full_store, "holds 1 memories; hydrate needs a new or empty store"),
-        (other_sqlite, "is a SQLite database but not a store"),
+        (other_sqlite, "is a SQLite database but not a HotMem store"),
         (lambda path: path.write_text("my notes\n" * 100), "is not a HotMem store"),
         (lambda path: path.mkdir(), "it is not a regular file"),
         (incompatible_store, "expected embedding_model='hotmem-hash-v1', found .*'other-model'"),
