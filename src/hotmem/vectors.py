@@ -20,7 +20,7 @@ import struct
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import le
+from operator import itemgetter, le
 
 from hotmem.embed import DIMENSION, VECTOR_BYTES
 
@@ -65,7 +65,7 @@ class VectorIndex:
             "SELECT rowid, memory_id, identifier, importance, embedding FROM memories"
         ).fetchall()
         # Sorting here is twice as fast as ORDER BY identifier, which reads through the index.
-        rows.sort(key=lambda row: row[2])
+        rows.sort(key=itemgetter(2))
         if rows:
             rowids, memory_ids, identifiers, importances, blobs = map(list, zip(*rows, strict=True))
         else:
