@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -173,6 +174,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE
     except OSError as exc:
         print(f"hotmem-eval: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
+        return EXIT_FAILURE
+    except Exception as exc:  # an evaluator bug: one line, or the traceback when asked for
+        if os.environ.get("HOTMEM_EVAL_TRACEBACK"):
+            raise
+        print(
+            f"hotmem-eval: evaluator failure: {type(exc).__name__}: {exc} "
+            "(set HOTMEM_EVAL_TRACEBACK=1 for the traceback)",
+            file=sys.stderr,
+        )
         return EXIT_FAILURE
 
 

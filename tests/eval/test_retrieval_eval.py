@@ -320,3 +320,25 @@ def test_outputs_get_ordinary_permissions(run_dir: Path) -> None:
     for name in ["result.json", "report.md", "export/results.parquet", "export/manifest.json"]:
         mode = (run_dir / "out" / name).stat().st_mode & 0o777
         assert mode == 0o666 & ~mask, name
+
+
+def test_an_evaluator_bug_is_one_line_and_exit_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import hotmem_eval.evaluate
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(hotmem_eval.evaluate, "evaluate", broken)
+    monkeypatch.delenv("HOTMEM_EVAL_TRACEBACK", raising=False)
+    assert main(["--output", str(tmp_path / "r.json")]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().endswith(
+        "hotmem-eval: evaluator failure: RuntimeError: boom "
+        "(set HOTMEM_EVAL_TRACEBACK=1 for the traceback)"
+    )
+    assert not (tmp_path / "r.json").exists()
+    monkeypatch.setenv("HOTMEM_EVAL_TRACEBACK", "1")
+    with pytest.raises(RuntimeError, match="boom"):
+        main(["--output", str(tmp_path / "r.json")])
