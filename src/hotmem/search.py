@@ -201,7 +201,7 @@ def search_memories(
     cosines = scan.at_least(min_similarity)
     lexical = _lexical_scores(store, query, identifier)
     best_bm25 = max(lexical.values(), default=0.0)
-    memory_ids, importances, position_of = index.memory_ids, index.importances, index.position
+    importances, position_of = index.importances, index.position
     lexical_positions = {position_of[rowid]: raw for rowid, raw in lexical.items()}
     for p in lexical_positions:
         if p not in cosines:
@@ -216,9 +216,7 @@ def search_memories(
     for p, value in cosines.items():
         raw = get_raw(p)
         bm25 = 0.0 if raw is None else raw / best_bm25
-        scored.append((-(wc * value + wb * bm25 + wi * importances[p]), memory_ids[p], p))
-    # Best score first; equal scores in memory_id order, so insertion order never matters.
-    top = heapq.nsmallest(limit, scored)
+        scored.append((-(wc * value + wb * bm25 + wi * importances[p]), p))
     winners = [
         (
             -negated,
@@ -230,9 +228,45 @@ def search_memories(
                 importance=importances[p],
             ),
         )
-        for negated, _, p in top
+        for negated, p in _best(store, index.rowids, scored, limit)
     ]
     return _materialise(store, winners)
+
+
+def _best(
+    store: MemoryStore, rowids: list[int], scored: list[tuple[float, int]], limit: int
+) -> list[tuple[float, int]]:
+    """The ``limit`` best ``(negated score, position)`` pairs: best score first, equal scores
+    in ``memory_id`` order, so insertion order never changes a ranking.
+
+    Only the candidates scoring at least the ``limit``-th best score can be in the answer, so
+    only their memory_ids are read (keeping every id in memory would slow the index load).
+    """
+    if not scored:
+        return []
+    cutoff = heapq.nsmallest(limit, scored)[-1][0]
+    contenders = [item for item in scored if item[0] <= cutoff]
+    ids = _memory_ids(store, [rowids[p] for _, p in contenders])
+    contenders.sort(key=lambda item: (item[0], ids[rowids[item[1]]]))
+    return contenders[:limit]
+
+
+def _memory_ids(store: MemoryStore, rowids: list[int]) -> dict[int, str]:
+    found: dict[int, str] = {}
+    for start in range(0, len(rowids), _IN_BATCH):
+        batch = rowids[start : start + _IN_BATCH]
+        found.update(
+            store.connection.execute(
+                "SELECT rowid, memory_id FROM memories "
+                f"WHERE rowid IN ({','.join('?' * len(batch))})",
+                batch,
+            )
+        )
+    return found
+
+
+# Rowids bound per IN (...) query: well under SQLite's smallest default variable limit.
+_IN_BATCH = 500
 
 
 def _materialise(store: MemoryStore, top: list) -> list[SearchResult]:
