@@ -435,3 +435,31 @@ def test_a_lazy_results_column_that_does_not_cast_raises() -> None:
     results = _results.with_columns(rank=pl.lit("first")).lazy()
     with pytest.raises(EvalError, match="readable results"):
         per_query_metrics(results, *GOOD[1:])
+
+
+def test_plan_choice_never_changes_a_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small inputs plan without common-subplan elimination, large ones with it: same output."""
+    import random
+
+    import hotmem_eval.metrics as engine
+    from tests.eval.metric_frames import frames
+
+    rng = random.Random(5)
+    categories = ["near_duplicate_diversity", "exact_lexical", "negative_or_no_answer"]
+    queries = {
+        f"q{i:04d}": (rng.choice(categories), rng.choice([None, "acme", "beta"]))
+        for i in range(300)
+    }
+    ranked = {q: rng.sample([f"m{j}" for j in range(30)], rng.randint(0, 8)) for q in queries}
+    grades = {
+        q: {f"m{j}": rng.randint(0, 3) for j in rng.sample(range(30), rng.randint(0, 4))}
+        for q in queries
+        if queries[q][0] != "negative_or_no_answer"
+    }
+    groups = {q: {f"m{j}": f"g{j % 3}" for j in range(0, 30, 2)} for q in queries}
+    inputs = frames(queries, ranked=ranked, grades=grades, groups=groups)
+    small = engine.per_query_metrics(*inputs, k=5)
+    monkeypatch.setattr(engine, "SMALL_PLAN_QUERIES", 0)
+    large = engine.per_query_metrics(*inputs, k=5)
+    assert small.equals(large)
+    assert engine.aggregate_metrics(small).equals(engine.aggregate_metrics(large))
