@@ -1,9 +1,9 @@
 """Per-query statistics and input checks: the lazy plans under ``hotmem_eval.metrics``.
 
-``statistics`` turns the four canonical input frames into one row per query holding the counts
-and gains of ``metric_registry.STATISTICS``; ``breaches`` checks the inputs' key and value rules
-in the same pass. Both are lazy: ``metrics.per_query_metrics`` collects them together, so the
-shared per-query aggregates are computed once.
+``per_qrels`` and ``per_slots`` reduce the inputs to one row per graded query and per query that
+returned something; ``statistics`` joins those to the queries, one row per query holding the
+counts and gains of ``metric_registry.STATISTICS``; ``InputRules`` checks the inputs' key and
+value rules on the same per-query counts, so no input is scanned twice.
 
 The per-query aggregates are computed by one group-by over the top k, sorted by
 (query_id, rank); nothing runs group by group inside ``group_by().agg()`` (a window, a sort,
@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Final
 
 import polars as pl
@@ -31,10 +32,11 @@ __all__ = [
     "QUERIES_COLUMNS",
     "RESULTS_COLUMNS",
     "FrameLike",
-    "breaches",
+    "InputRules",
     "canonical",
     "canonical_lazy",
-    "raise_on_breach",
+    "per_qrels",
+    "per_slots",
     "statistics",
 ]
 
@@ -227,76 +229,89 @@ def _ideal_dcg(k: int) -> pl.Expr:
     )
 
 
-def breaches(
-    queries: pl.LazyFrame,
-    groups: pl.LazyFrame,
-    qrel_counts: pl.LazyFrame,
-    slot_counts: pl.LazyFrame,
-) -> pl.LazyFrame:
-    """One row: for each input rule, the count of breaches and the smallest query_id breaking it.
+@dataclass(frozen=True, slots=True)
+class InputRules:
+    """The inputs' key and value rules, checked on the materialised per-query counts.
 
-    Rules are listed so that a broken key is reported before the counts it would distort.
+    Rules are listed so that a broken key is reported before the counts it would distort. Each
+    frame is scanned once, by one ``select`` of its rules' breach counts (``count_plans``); the
+    smallest query_id breaking a rule is looked up only once a rule is known to be broken.
     """
-    known = queries.select(_QID)
-    category = pl.col("category")
-    every_row = pl.col(_QID).is_not_null()
-    # (rule, frame of per-query rows, predicate marking the rows that break the rule)
-    rules: list[tuple[str, pl.LazyFrame, pl.Expr]] = [
-        ("queries: query_id unique", queries, pl.col(_QID).is_duplicated()),
-        ("queries: category non-null", queries, category.is_null()),
-        (f"queries: no category named {OVERALL!r}", queries, category == OVERALL),
-        (f"qrels: grade in 0..{MAX_GRADE}", qrel_counts, pl.col("grades_out_of_range") > 0),
-        (
-            "qrels: (query_id, memory_id) unique",
-            qrel_counts,
-            pl.col("qrel_memories") != pl.col("qrel_rows"),
-        ),
-        (
-            "qrels: query_id present in queries",
-            qrel_counts.join(known, on=_QID, how="anti"),
-            every_row,
-        ),
-        (
-            "groups: (query_id, memory_id) unique",
-            groups.group_by(_QID).agg(rows=pl.len(), memories=pl.col(_MID).n_unique()),
-            pl.col("rows") != pl.col("memories"),
-        ),
-        ("results: rank >= 1", slot_counts, pl.col("ranks_below_1") > 0),
-        (
-            "results: (query_id, rank) unique in the top k",
-            slot_counts,
-            pl.col("repeated_ranks") > 0,
-        ),
-        (
-            "results: a memory at most once in a query's top k",
-            slot_counts,
-            pl.col("slot_memories") != pl.col("filled_slots"),
-        ),
-        (
-            "results: query_id present in queries",
-            slot_counts.join(known, on=_QID, how="anti"),
-            every_row,
-        ),
-    ]
-    # One select per distinct frame, so each is scanned once.
-    selections: dict[int, tuple[pl.LazyFrame, list[pl.Expr]]] = {}
-    for rule, frame, broken in rules:
-        _, exprs = selections.setdefault(id(frame), (frame, []))
-        exprs.append(broken.sum().alias(f"{rule}\0count"))
-        exprs.append(pl.col(_QID).filter(broken).min().alias(f"{rule}\0example"))
-    found = pl.concat(
-        [frame.select(exprs) for frame, exprs in selections.values()], how="horizontal"
-    )
-    return found.select(
-        f"{rule}\0{field}" for rule, _, _ in rules for field in ("count", "example")
-    )
 
+    rules: tuple[tuple[pl.DataFrame, tuple[tuple[str, pl.Expr], ...]], ...]
 
-def raise_on_breach(found: pl.DataFrame) -> None:
-    """Raise EvalError for the first rule of a ``breaches`` row that has a breach."""
-    row = found.row(0, named=True)
-    for column, count in row.items():
-        rule, _, field = column.partition("\0")
-        if field == "count" and count:
-            example = row[f"{rule}\0example"]
-            raise EvalError(f"expected {rule}, found {count} breach(es), e.g. query_id={example!r}")
+    @classmethod
+    def of(
+        cls,
+        queries: pl.DataFrame,
+        groups: pl.DataFrame,
+        qrel_counts: pl.DataFrame,
+        slot_counts: pl.DataFrame,
+    ) -> InputRules:
+        """The rules over canonical ``queries`` and ``groups`` and the two per-query counts."""
+        category = pl.col("category")
+        unknown = ~pl.col(_QID).is_in(queries[_QID].implode())
+        return cls(
+            (
+                (
+                    queries,
+                    (
+                        ("queries: query_id unique", pl.col(_QID).is_duplicated()),
+                        ("queries: category non-null", category.is_null()),
+                        (f"queries: no category named {OVERALL!r}", category == OVERALL),
+                    ),
+                ),
+                (
+                    qrel_counts,
+                    (
+                        (f"qrels: grade in 0..{MAX_GRADE}", pl.col("grades_out_of_range") > 0),
+                        (
+                            "qrels: (query_id, memory_id) unique",
+                            pl.col("qrel_memories") != pl.col("qrel_rows"),
+                        ),
+                        ("qrels: query_id present in queries", unknown),
+                    ),
+                ),
+                (
+                    groups,
+                    (
+                        (
+                            "groups: (query_id, memory_id) unique",
+                            pl.struct(_QID, _MID).is_duplicated(),
+                        ),
+                    ),
+                ),
+                (
+                    slot_counts,
+                    (
+                        ("results: rank >= 1", pl.col("ranks_below_1") > 0),
+                        (
+                            "results: (query_id, rank) unique in the top k",
+                            pl.col("repeated_ranks") > 0,
+                        ),
+                        (
+                            "results: a memory at most once in a query's top k",
+                            pl.col("slot_memories") != pl.col("filled_slots"),
+                        ),
+                        ("results: query_id present in queries", unknown),
+                    ),
+                ),
+            )
+        )
+
+    def count_plans(self) -> list[pl.LazyFrame]:
+        """Per frame, one row: the number of rows breaking each of its rules, in rule order."""
+        return [
+            frame.lazy().select(broken.sum().alias(str(i)) for i, (_, broken) in enumerate(rules))
+            for frame, rules in self.rules
+        ]
+
+    def raise_on_breach(self, counts: list[pl.DataFrame]) -> None:
+        """Raise EvalError for the first broken rule, given ``count_plans`` collected."""
+        for (frame, rules), found in zip(self.rules, counts, strict=True):
+            for (rule, broken), count in zip(rules, found.row(0), strict=True):
+                if count:
+                    example = frame.filter(broken)[_QID].min()
+                    raise EvalError(
+                        f"expected {rule}, found {count} breach(es), e.g. query_id={example!r}"
+                    )

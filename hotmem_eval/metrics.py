@@ -23,7 +23,8 @@ runs per query or per row.
 from __future__ import annotations
 
 import functools
-from typing import Final
+from collections.abc import Iterable
+from typing import Final, NamedTuple
 
 import polars as pl
 
@@ -35,12 +36,11 @@ from hotmem_eval.metric_statistics import (
     QUERIES_COLUMNS,
     RESULTS_COLUMNS,
     FrameLike,
-    breaches,
+    InputRules,
     canonical,
     canonical_lazy,
     per_qrels,
     per_slots,
-    raise_on_breach,
     statistics,
 )
 
@@ -123,29 +123,40 @@ def per_query_metrics(
     results_lf = canonical_lazy(results, RESULTS_COLUMNS, "results")
     qrels_df = canonical(qrels, QRELS_COLUMNS, "qrels")
     queries_df = canonical(queries, QUERIES_COLUMNS, "queries")
-    queries_lf = queries_df.lazy()
-    groups_lf = canonical(groups, GROUPS_COLUMNS, "groups").lazy()
-    qrel_counts = per_qrels(qrels_df.lazy())
-    slot_counts = per_slots(results_lf, qrels_df.lazy(), queries_lf, groups_lf, k)
-    # No query has more graded memories than qrels has rows: the ideal ranking's table of
-    # discounts need not be longer, however large k is.
-    depth = min(k, qrels_df.height)
+    groups_df = canonical(groups, GROUPS_COLUMNS, "groups")
+    optimizations = _optimizations(queries_df.height)
     try:
-        wide, found = pl.collect_all(
+        qrel_counts, slot_counts = pl.collect_all(
             [
-                _wide(statistics(queries_lf, qrel_counts, slot_counts, depth)),
-                breaches(queries_lf, groups_lf, qrel_counts, slot_counts),
+                per_qrels(qrels_df.lazy()),
+                per_slots(results_lf, qrels_df.lazy(), queries_df.lazy(), groups_df.lazy(), k),
             ],
             engine=ENGINE,
-            optimizations=_optimizations(queries_df.height),
+            optimizations=optimizations,
         )
     except pl.exceptions.PolarsError as error:
         # Only a lazy ``results`` gets here: its casts and its source are read at collect.
         raise EvalError(
             f"expected a readable results frame of {RESULTS_COLUMNS}: {error}"
         ) from error
-    raise_on_breach(found)
-    return _long(wide)
+    rules = InputRules.of(queries_df, groups_df, qrel_counts, slot_counts)
+    # No query has more graded memories than qrels has rows: the ideal ranking's table of
+    # discounts need not be longer, however large k is.
+    depth = min(k, qrels_df.height)
+    # The statistics are joined in the same collect as the rule checks (they cannot fail on
+    # broken input, only be wrong), and thrown away if a rule is broken.
+    stats, *counts = pl.collect_all(
+        [
+            statistics(queries_df.lazy(), qrel_counts.lazy(), slot_counts.lazy(), depth),
+            *rules.count_plans(),
+        ],
+        engine=ENGINE,
+        optimizations=optimizations,
+    )
+    rules.raise_on_breach(counts)
+    return pl.concat(
+        [stats.lazy().select(_QID, "category", **block) for block in _blocks()]
+    ).collect(engine=ENGINE, optimizations=optimizations)
 
 
 def aggregate_metrics(per_query: FrameLike) -> pl.DataFrame:
@@ -165,115 +176,121 @@ def aggregate_metrics(per_query: FrameLike) -> pl.DataFrame:
         registry order.
 
     Raises:
-        EvalError: a column is missing or does not cast, or a metric is not registered.
+        EvalError: a column is missing or does not cast, a category is null, or a metric is
+            not registered.
     """
-    frame = canonical(per_query, PER_QUERY_COLUMNS, "per_query").lazy()
+    frame = canonical(per_query, PER_QUERY_COLUMNS, "per_query")
     applicable = pl.col("applicable")
-    # A float sum depends on the order of its terms, so values are accumulated in a fixed
-    # order (sorted values within a category, categories by name for overall) and give the
-    # same bits however the rows came in. A plain sort().sum() would not do: the optimiser
-    # drops a sort before an order-free sum.
-    sums = frame.group_by("category", "metric").agg(
-        query_count=applicable.sum().cast(pl.Int64),
-        numerator=pl.col("numerator").filter(applicable).sum(),
-        denominator=pl.col("denominator").filter(applicable).sum(),
-        value_sum=pl.col("value").filter(applicable).sort().cum_sum().last(),
-    )
-    overall = sums.group_by("metric").agg(
-        pl.col("query_count", "numerator", "denominator").sum(),
-        value_sum=pl.col("value_sum").fill_null(0.0).sort_by("category").cum_sum().last(),
-        category=pl.lit(OVERALL),
-    )
-    grid = (
-        pl.concat([pl.LazyFrame({"category": [OVERALL]}), sums.select(pl.col("category").unique())])
-        .join(pl.LazyFrame({"metric": list(METRICS)}), how="cross")
-        .join(
-            pl.concat([sums, overall], how="diagonal"),
-            on=["category", "metric"],
-            how="left",
+    # One group-by does the work proportional to the queries; the rest is a few arithmetic
+    # operations per (category, metric) cell, done in Python. A float sum depends on the order
+    # of its terms, so values are accumulated in a fixed order and give the same bits however
+    # the rows came in: sorted within a cell here (a plain sort().sum() would not do: the
+    # optimiser drops a sort before an order-free sum), then categories by name for overall.
+    cells = (
+        frame.lazy()
+        .group_by("category", "metric")
+        .agg(
+            query_count=applicable.sum().cast(pl.Int64),
+            numerator=pl.col("numerator").filter(applicable).sum(),
+            denominator=pl.col("denominator").filter(applicable).sum(),
+            value_sum=pl.col("value").filter(applicable).sort().cum_sum().last(),
         )
+        # A single group-by has no common subplan: the small-input plan skips looking for one.
+        .collect(engine=ENGINE, optimizations=_SMALL_PLAN)
     )
-    metric, count = pl.col("metric"), pl.col("query_count").fill_null(0)
-    ratio = metric.is_in([name for name, m in METRICS.items() if m.has_ratio]) & (count > 0)
-    pooled = metric.is_in([name for name, m in METRICS.items() if m.aggregation == "pooled"])
-    numerator, denominator = pl.col("numerator"), pl.col("denominator")
-    value = (
-        pl.when(pooled)
-        .then(pl.when(ratio & (denominator > 0)).then(numerator / denominator))
-        .otherwise(pl.when(count > 0).then(pl.col("value_sum") / count))
+    sums: dict[tuple[str, str], _Sums] = {}
+    for category, metric, *cell in cells.iter_rows():
+        if category is None:
+            raise EvalError("expected per_query category non-null, found a null category")
+        sums[category, metric] = _Sums(*cell)
+    unknown = [metric for _, metric in sums if metric not in METRICS]
+    if unknown:
+        first = min(unknown, key=lambda metric: (metric is not None, metric or ""))
+        raise EvalError(f"expected per_query metrics of METRICS, found metric={first!r}")
+    categories = sorted({category for category, _ in sums})
+    rows = [
+        _aggregate_row(OVERALL, name, _Sums.total(sums.get((c, name)) for c in categories))
+        for name in METRICS
+    ]
+    rows.extend(
+        _aggregate_row(category, name, sums.get((category, name), _NO_QUERY))
+        for category in categories
+        for name in METRICS
     )
-    result, unknown = pl.collect_all(
-        [
-            grid.select(
-                "category",
-                "metric",
-                value=value.cast(pl.Float64),
-                numerator=pl.when(ratio).then(numerator).cast(pl.Int64),
-                denominator=pl.when(ratio).then(denominator).cast(pl.Int64),
-                query_count=count.cast(pl.Int64),
-            ).sort(pl.col("category") != OVERALL, "category", metric.cast(pl.Enum(list(METRICS)))),
-            sums.filter(~metric.is_in(list(METRICS))).select(metric.min(), pl.len()),
-        ],
-        engine=ENGINE,
-    )
-    if unknown["len"][0]:
-        raise EvalError(
-            f"expected per_query metrics of METRICS, found metric={unknown['metric'][0]!r}"
-        )
-    return result
+    return pl.DataFrame(rows, schema=AGGREGATE_COLUMNS, orient="row")
 
 
-def _wide(statistics: pl.LazyFrame) -> pl.LazyFrame:
-    """Every metric's value (and numerator/denominator) as columns, one row a query."""
-    return statistics.select(_QID, "category", **_wide_columns())
+class _Sums(NamedTuple):
+    """One (category, metric) cell: applicable queries and the sums over them."""
+
+    query_count: int
+    numerator: int
+    denominator: int
+    value_sum: float | None  # null when no applicable query has a value
+
+    @classmethod
+    def total(cls, cells: Iterable[_Sums | None]) -> _Sums:
+        """The cells added up in the order given (a fixed order, so the float sum is too)."""
+        count = numerator = denominator = 0
+        value_sum = 0.0
+        for cell in cells:
+            if cell is not None:
+                count += cell.query_count
+                numerator += cell.numerator
+                denominator += cell.denominator
+                value_sum += 0.0 if cell.value_sum is None else cell.value_sum
+        return cls(count, numerator, denominator, value_sum)
+
+
+_NO_QUERY: Final = _Sums(0, 0, 0, None)
+
+
+def _aggregate_row(category: str, name: str, cell: _Sums) -> tuple:
+    """One row of ``AGGREGATE_COLUMNS``: the pooled or macro value of a cell."""
+    metric = METRICS[name]
+    count = cell.query_count
+    ratio = metric.has_ratio and count > 0
+    if metric.aggregation == "pooled":
+        value = cell.numerator / cell.denominator if ratio and cell.denominator > 0 else None
+    else:
+        value = cell.value_sum / count if count > 0 and cell.value_sum is not None else None
+    return (
+        category,
+        name,
+        value,
+        cell.numerator if ratio else None,
+        cell.denominator if ratio else None,
+        count,
+    )
 
 
 @functools.cache
-def _wide_columns() -> dict[str, pl.Expr]:
-    """The expressions of ``_wide``; built once, as the registry never changes."""
-    columns: dict[str, pl.Expr] = {
-        f"applies_to.{scope}": predicate() for scope, (_, predicate) in APPLICABILITY.items()
-    }
-    for name, metric in METRICS.items():
-        exprs = metric.exprs()
-        columns[f"{name}.value"] = exprs.value.cast(pl.Float64)
-        if exprs.numerator is not None and exprs.denominator is not None:
-            columns[f"{name}.numerator"] = exprs.numerator.cast(pl.Int64)
-            columns[f"{name}.denominator"] = exprs.denominator.cast(pl.Int64)
-    return columns
+def _blocks() -> tuple[dict[str, pl.Expr], ...]:
+    """Per metric, in registry order, the columns of its block of ``per_query_metrics`` rows.
 
-
-def _long(wide: pl.DataFrame) -> pl.DataFrame:
-    """Wide metric columns to rows: every (query, metric) once, metric-major.
-
-    One block of rows per metric, in registry order, each block in ``query_id`` order (as
-    ``wide`` is): the columns are only stacked, never gathered or sorted.
+    The blocks are computed from the statistics frame (one row a query, in ``query_id`` order)
+    and stacked: the output is metric-major without a sort. Built once, as the registry never
+    changes.
     """
-    queries = wide.height
-    no_ratio = pl.repeat(None, queries, dtype=pl.Int64, eager=True)
+    blocks = []
+    for name, metric in METRICS.items():
+        applicable = APPLICABILITY[metric.applies_to][1]()
+        exprs = metric.exprs()
 
-    def stacked(column: str) -> pl.Series:
-        return pl.concat(
-            [
-                wide[f"{name}.{column}"] if metric.has_ratio else no_ratio
-                for name, metric in METRICS.items()
-            ]
+        blocks.append(
+            {
+                "metric": pl.lit(name, pl.String),
+                "value": _where(applicable, exprs.value, pl.Float64()),
+                "numerator": _where(applicable, exprs.numerator, pl.Int64()),
+                "denominator": _where(applicable, exprs.denominator, pl.Int64()),
+                "applicable": applicable,
+            }
         )
+    return tuple(blocks)
 
-    long = pl.DataFrame(
-        {
-            _QID: pl.concat([wide[_QID]] * len(METRICS), rechunk=False),
-            "category": pl.concat([wide["category"]] * len(METRICS), rechunk=False),
-            "metric": pl.concat(
-                [pl.repeat(name, queries, dtype=pl.String, eager=True) for name in METRICS]
-            ),
-            "value": pl.concat([wide[f"{name}.value"] for name in METRICS]),
-            "numerator": stacked("numerator"),
-            "denominator": stacked("denominator"),
-            "applicable": pl.concat(
-                [wide[f"applies_to.{metric.applies_to}"] for metric in METRICS.values()]
-            ),
-        }
-    )
-    applicable = pl.col("applicable")
-    return long.with_columns(pl.when(applicable).then(pl.col("value", "numerator", "denominator")))
+
+def _where(applicable: pl.Expr, expr: pl.Expr | None, dtype: pl.DataType) -> pl.Expr:
+    """``expr`` cast to ``dtype`` where ``applicable``, else null; all null for no ``expr``."""
+    if expr is None:
+        return pl.lit(None, dtype)
+    return pl.when(applicable).then(expr.cast(dtype))

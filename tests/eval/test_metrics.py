@@ -330,6 +330,48 @@ def test_aggregate_rejects_an_unknown_metric() -> None:
         aggregate_metrics(per_query)
 
 
+def test_aggregate_names_the_smallest_unknown_metric_and_a_null_one_first() -> None:
+    per_query = per_query_metrics(*TWO_POSITIVE)
+    renamed = per_query.with_columns(
+        metric=pl.when(pl.col("metric") == "mrr_at_k")
+        .then(pl.lit("z_at_k"))
+        .otherwise(
+            pl.when(pl.col("metric") == "ndcg_at_k").then(pl.lit("b_at_k")).otherwise("metric")
+        )
+    )
+    with pytest.raises(EvalError, match="found metric='b_at_k'"):
+        aggregate_metrics(renamed)
+    nulled = renamed.with_columns(
+        metric=pl.when(pl.col("metric") == "z_at_k").then(None).otherwise("metric")
+    )
+    with pytest.raises(EvalError, match="found metric=None"):
+        aggregate_metrics(nulled)
+
+
+def test_aggregate_rejects_a_null_category() -> None:
+    per_query = per_query_metrics(*TWO_POSITIVE).with_columns(category=None)
+    with pytest.raises(EvalError, match="category non-null"):
+        aggregate_metrics(per_query)
+
+
+def test_aggregate_of_a_partial_frame_reports_missing_cells_as_no_query() -> None:
+    per_query = per_query_metrics(*TWO_POSITIVE).filter(
+        (pl.col("category") != LEX) | (pl.col("metric") != "recall_at_k")
+    )
+    out = aggregate_metrics(per_query)
+    row = out.filter((pl.col("category") == LEX) & (pl.col("metric") == "recall_at_k")).row(
+        0, named=True
+    )
+    assert row == {
+        "category": LEX,
+        "metric": "recall_at_k",
+        "value": None,
+        "numerator": None,
+        "denominator": None,
+        "query_count": 0,
+    }
+
+
 # -- input errors ------------------------------------------------------------------------------
 
 GOOD = frames(
