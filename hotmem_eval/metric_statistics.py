@@ -127,13 +127,22 @@ def per_qrels(qrels: pl.LazyFrame) -> pl.LazyFrame:
     return qrels.group_by(_QID).agg(
         qrel_rows=pl.len(),
         qrel_memories=pl.col(_MID).n_unique(),
-        grades_out_of_range=(~grade.is_between(0, MAX_GRADE)).sum(),
-        graded_total=(grade >= 1).sum(),
-        relevant_total=(grade >= RELEVANT_GRADE).sum(),
+        grades_out_of_range=_rows_where(~grade.is_between(0, MAX_GRADE)),
+        graded_total=_rows_where(grade >= 1),
+        relevant_total=_rows_where(grade >= RELEVANT_GRADE),
         # How many memories are graded g or more, for each g: the ideal ranking fills its
         # first positions with the highest grades, so these counts say where each grade sits.
-        **{f"at_least_{g}": (grade >= g).sum() for g in range(1, MAX_GRADE + 1)},
+        **{f"at_least_{g}": _rows_where(grade >= g) for g in range(1, MAX_GRADE + 1)},
     )
+
+
+def _rows_where(condition: pl.Expr) -> pl.Expr:
+    """The number of a group's rows where ``condition`` holds (null counts as false).
+
+    Written as filter-then-length rather than ``condition.sum()``: with a hundred thousand
+    groups polars 2.1 aggregates the sum of a computed expression about five times slower.
+    """
+    return condition.filter(condition).len()
 
 
 def per_slots(
@@ -162,18 +171,19 @@ def per_slots(
     )
     return slots.group_by(_QID).agg(
         filled_slots=pl.len(),
-        ranks_below_1=(rank < 1).sum(),
-        repeated_ranks=pl.col("repeated_rank").sum(),
+        ranks_below_1=_rows_where(rank < 1),
+        repeated_ranks=_rows_where(pl.col("repeated_rank")),
         slot_memories=pl.col(_MID).n_unique(),
-        relevant_at_1=(relevant & (rank == 1)).sum(),
-        relevant_at_k=relevant.sum(),
+        relevant_at_1=_rows_where(relevant & (rank == 1)),
+        relevant_at_k=_rows_where(relevant),
         first_relevant_rank=rank.filter(relevant).min(),
-        dcg=(grade.fill_null(0) / (rank + 1).log(2)).sum(),
+        # Only graded slots gain (the qrels joined are graded >= 1); a group with none sums to 0.
+        dcg=(grade / (rank + 1).log(2)).filter(grade.is_not_null()).sum(),
         # Each group's first slot is not a duplicate, every later one is.
         duplicate_slots=pl.len() - pl.coalesce("group_id", _MID).n_unique(),
-        leaked_slots=(
+        leaked_slots=_rows_where(
             pl.col("scope").is_not_null() & pl.col("identifier").ne_missing(pl.col("scope"))
-        ).sum(),
+        ),
     )
 
 
