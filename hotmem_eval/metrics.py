@@ -22,6 +22,7 @@ runs per query or per row.
 
 from __future__ import annotations
 
+import decimal
 import functools
 from collections.abc import Iterable
 from typing import Final, NamedTuple
@@ -73,6 +74,10 @@ AGGREGATE_COLUMNS: Final[dict[str, pl.DataType]] = {
 }
 
 _QID = "query_id"
+#: How a category's values are summed: as fixed-point decimals with 20 places (128-bit), so the
+#: sum is exact and the same in any row order. Polars converts a float to it to within about
+#: 1e-16 of the value; a sum may reach 1e18 (values are at most 1, or a count of slots).
+VALUE_SUM: Final = pl.Decimal(38, 20)
 #: Polars 2 collects on the streaming engine by default. The in-memory engine is faster on
 #: these joins and group-bys at every size measured (1k to 100k queries), and its float sums
 #: do not depend on thread scheduling, so a run is reproducible bit for bit.
@@ -181,23 +186,27 @@ def aggregate_metrics(per_query: FrameLike) -> pl.DataFrame:
     """
     frame = canonical(per_query, PER_QUERY_COLUMNS, "per_query")
     applicable = pl.col("applicable")
-    # One group-by does the work proportional to the queries; the rest is a few arithmetic
-    # operations per (category, metric) cell, done in Python. A float sum depends on the order
-    # of its terms, so values are accumulated in a fixed order and give the same bits however
-    # the rows came in: sorted within a cell here (a plain sort().sum() would not do: the
-    # optimiser drops a sort before an order-free sum), then categories by name for overall.
-    cells = (
-        frame.lazy()
-        .group_by("category", "metric")
-        .agg(
-            query_count=applicable.sum().cast(pl.Int64),
-            numerator=pl.col("numerator").filter(applicable).sum(),
-            denominator=pl.col("denominator").filter(applicable).sum(),
-            value_sum=pl.col("value").filter(applicable).sort().cum_sum().last(),
+    # One group-by does the work proportional to the queries; the rest is a few operations per
+    # (category, metric) cell, done in Python. Values are summed as fixed-point decimals
+    # (``VALUE_SUM``): integer addition is exact, so a sum, unlike a float sum, does not depend
+    # on the order of its terms, and a category gives the same bits however its rows came in.
+    try:
+        cells = (
+            frame.lazy()
+            .group_by("category", "metric")
+            .agg(
+                query_count=applicable.sum().cast(pl.Int64),
+                numerator=pl.col("numerator").filter(applicable).sum(),
+                denominator=pl.col("denominator").filter(applicable).sum(),
+                value_sum=pl.col("value").filter(applicable).cast(VALUE_SUM).sum(),
+            )
+            # One group-by has no common subplan: the small-input plan skips looking for one.
+            .collect(engine=ENGINE, optimizations=_SMALL_PLAN)
         )
-        # A single group-by has no common subplan: the small-input plan skips looking for one.
-        .collect(engine=ENGINE, optimizations=_SMALL_PLAN)
-    )
+    except pl.exceptions.PolarsError as error:
+        raise EvalError(
+            f"expected per_query values that are finite and sum within {VALUE_SUM}: {error}"
+        ) from error
     sums: dict[tuple[str, str], _Sums] = {}
     for category, metric, *cell in cells.iter_rows():
         if category is None:
@@ -226,23 +235,25 @@ class _Sums(NamedTuple):
     query_count: int
     numerator: int
     denominator: int
-    value_sum: float | None  # null when no applicable query has a value
+    value_sum: decimal.Decimal  # exact: a sum of VALUE_SUM decimals
 
     @classmethod
     def total(cls, cells: Iterable[_Sums | None]) -> _Sums:
-        """The cells added up in the order given (a fixed order, so the float sum is too)."""
+        """The cells added up (exactly, so in any order)."""
         count = numerator = denominator = 0
-        value_sum = 0.0
+        value_sum = decimal.Decimal(0)
         for cell in cells:
             if cell is not None:
                 count += cell.query_count
                 numerator += cell.numerator
                 denominator += cell.denominator
-                value_sum += 0.0 if cell.value_sum is None else cell.value_sum
+                value_sum = _EXACT.add(value_sum, cell.value_sum)
         return cls(count, numerator, denominator, value_sum)
 
 
-_NO_QUERY: Final = _Sums(0, 0, 0, None)
+_NO_QUERY: Final = _Sums(0, 0, 0, decimal.Decimal(0))
+#: Wide enough that adding two VALUE_SUM decimals never rounds (they have at most 39 digits).
+_EXACT: Final = decimal.Context(prec=80)
 
 
 def _aggregate_row(category: str, name: str, cell: _Sums) -> tuple:
@@ -253,7 +264,8 @@ def _aggregate_row(category: str, name: str, cell: _Sums) -> tuple:
     if metric.aggregation == "pooled":
         value = cell.numerator / cell.denominator if ratio and cell.denominator > 0 else None
     else:
-        value = cell.value_sum / count if count > 0 and cell.value_sum is not None else None
+        # The exact mean, rounded once to a float.
+        value = float(_EXACT.divide(cell.value_sum, count)) if count > 0 else None
     return (
         category,
         name,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fractions
+import itertools
 import math
 from pathlib import Path
 from typing import Any
@@ -346,6 +348,40 @@ def test_aggregate_names_the_smallest_unknown_metric_and_a_null_one_first() -> N
     )
     with pytest.raises(EvalError, match="found metric=None"):
         aggregate_metrics(nulled)
+
+
+def test_aggregate_mean_is_exact_and_the_same_in_every_row_order() -> None:
+    # Summed as floats, these values give different bits in different orders:
+    # (0.1 + 0.2) + 0.3 == 0.6000000000000001 but (0.3 + 0.2) + 0.1 == 0.6.
+    values = [0.1, 0.2, 0.3, 1 / 3, 2 / 3, 0.7]
+    assert sum(values) != sum(reversed(values))
+    per_query = pl.DataFrame(
+        {
+            "query_id": [f"q{i}" for i in range(len(values))],
+            "category": LEX,
+            "metric": "ndcg_at_k",
+            "value": values,
+            "numerator": None,
+            "denominator": None,
+            "applicable": True,
+        },
+        schema=PER_QUERY_COLUMNS,
+    )
+    means = set()
+    for rows in itertools.permutations(range(len(values))):
+        out = aggregate_metrics(per_query[list(rows)])
+        means.add(out.filter(category=LEX, metric="ndcg_at_k")["value"].item())
+    assert len(means) == 1
+    exact = sum(fractions.Fraction(value) for value in values) / len(values)
+    assert means.pop() == pytest.approx(float(exact), rel=1e-15, abs=0)
+
+
+def test_aggregate_rejects_a_value_that_is_not_finite() -> None:
+    per_query = per_query_metrics(*TWO_POSITIVE).with_columns(
+        value=pl.when(pl.col("metric") == "ndcg_at_k").then(float("nan")).otherwise("value")
+    )
+    with pytest.raises(EvalError, match="finite"):
+        aggregate_metrics(per_query)
 
 
 def test_aggregate_rejects_a_null_category() -> None:
