@@ -124,15 +124,19 @@ def _check_columns(
 def per_qrels(qrels: pl.LazyFrame) -> pl.LazyFrame:
     """Per graded query: qrel rows, distinct memories, graded/relevant counts, IDCG inputs."""
     grade = pl.col("grade")
-    return qrels.group_by(_QID).agg(
-        qrel_rows=pl.len(),
-        qrel_memories=pl.col(_MID).n_unique(),
-        grades_out_of_range=_rows_where(~grade.is_between(0, MAX_GRADE)),
-        graded_total=_rows_where(grade >= 1),
-        relevant_total=_rows_where(grade >= RELEVANT_GRADE),
-        # How many memories are graded g or more, for each g: the ideal ranking fills its
-        # first positions with the highest grades, so these counts say where each grade sits.
-        **{f"at_least_{g}": _rows_where(grade >= g) for g in range(1, MAX_GRADE + 1)},
+    return (
+        qrels.group_by(_QID)
+        .agg(
+            qrel_rows=pl.len(),
+            qrel_memories=pl.col(_MID).n_unique(),
+            grades_out_of_range=_rows_where(~grade.is_between(0, MAX_GRADE)),
+            # How many memories are graded g or more, for each g: the ideal ranking fills its
+            # first positions with the highest grades, so these counts say where each grade sits.
+            **{f"at_least_{g}": _rows_where(grade >= g) for g in range(1, MAX_GRADE + 1)},
+        )
+        .with_columns(
+            graded_total=pl.col("at_least_1"), relevant_total=pl.col(f"at_least_{RELEVANT_GRADE}")
+        )
     )
 
 

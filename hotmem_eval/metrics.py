@@ -17,7 +17,7 @@ Inputs (canonical columns; other columns are ignored):
 - ``groups``: ``query_id``, ``memory_id``, ``group_id``; a pair absent here is its own group.
 
 Cost: one filter over ``results``, then work proportional to ``queries x k``; no Python loop
-runs per query or per row.
+runs per query or per row (the aggregate finishes each (category, metric) cell in Python).
 """
 
 from __future__ import annotations
@@ -185,37 +185,47 @@ def aggregate_metrics(per_query: FrameLike) -> pl.DataFrame:
             not registered.
     """
     frame = canonical(per_query, PER_QUERY_COLUMNS, "per_query")
-    applicable = pl.col("applicable")
-    # One group-by does the work proportional to the queries; the rest is a few operations per
-    # (category, metric) cell, done in Python. Values are summed as fixed-point decimals
-    # (``VALUE_SUM``): integer addition is exact, so a sum, unlike a float sum, does not depend
-    # on the order of its terms, and a category gives the same bits however its rows came in.
+    metric = pl.col("metric")
+    # One group-by over the applicable rows does the work proportional to the queries; the
+    # rest is a few operations per (category, metric) cell, done in Python. Values are summed
+    # as fixed-point decimals (``VALUE_SUM``): integer addition is exact, so a sum, unlike a
+    # float sum, does not depend on the order of its terms, and a category gives the same
+    # bits however its rows came in.
     try:
-        cells = (
-            frame.lazy()
-            .group_by("category", "metric")
-            .agg(
-                query_count=applicable.sum().cast(pl.Int64),
-                numerator=pl.col("numerator").filter(applicable).sum(),
-                denominator=pl.col("denominator").filter(applicable).sum(),
-                value_sum=pl.col("value").filter(applicable).cast(VALUE_SUM).sum(),
-            )
-            # One group-by has no common subplan: the small-input plan skips looking for one.
-            .collect(engine=ENGINE, optimizations=_SMALL_PLAN)
+        cells, keys = pl.collect_all(
+            [
+                frame.lazy()
+                .filter(pl.col("applicable"))
+                .group_by("category", "metric")
+                .agg(
+                    query_count=pl.len().cast(pl.Int64),
+                    numerator=pl.col("numerator").sum(),
+                    denominator=pl.col("denominator").sum(),
+                    value_sum=pl.col("value").cast(VALUE_SUM).sum(),
+                ),
+                # Every category, even one with no applicable query, and the metric checks.
+                frame.lazy().select(
+                    categories=pl.col("category").unique().implode(),
+                    unknown_metric=metric.filter(~metric.is_in(list(METRICS))).min(),
+                    null_metrics=metric.null_count(),
+                ),
+            ],
+            engine=ENGINE,
+            # No common subplan to find: the small-input plan skips looking for one.
+            optimizations=_SMALL_PLAN,
         )
     except pl.exceptions.PolarsError as error:
         raise EvalError(
             f"expected per_query values that are finite and sum within {VALUE_SUM}: {error}"
         ) from error
-    sums: dict[tuple[str, str], _Sums] = {}
-    for category, metric, *cell in cells.iter_rows():
-        if category is None:
-            raise EvalError("expected per_query category non-null, found a null category")
-        sums[category, metric] = _Sums(*cell)
-    unknown = [metric for _, metric in sums if metric not in METRICS]
-    if unknown:
-        first = min(unknown, key=lambda metric: (metric is not None, metric or ""))
-        raise EvalError(f"expected per_query metrics of METRICS, found metric={first!r}")
+    categories_found, unknown, null_metrics = keys.row(0)
+    if null_metrics or unknown is not None:
+        found = None if null_metrics else unknown
+        raise EvalError(f"expected per_query metrics of METRICS, found metric={found!r}")
+    if None in categories_found:
+        raise EvalError("expected per_query category non-null, found a null category")
+    sums = {(category, name): _Sums(*cell) for category, name, *cell in cells.iter_rows()}
+    categories = sorted(categories_found)
     categories = sorted({category for category, _ in sums})
     rows = [
         _aggregate_row(OVERALL, name, _Sums.total(sums.get((c, name)) for c in categories))
