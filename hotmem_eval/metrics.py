@@ -226,7 +226,6 @@ def aggregate_metrics(per_query: FrameLike) -> pl.DataFrame:
         raise EvalError("expected per_query category non-null, found a null category")
     sums = {(category, name): _Sums(*cell) for category, name, *cell in cells.iter_rows()}
     categories = sorted(categories_found)
-    categories = sorted({category for category, _ in sums})
     rows = [
         _aggregate_row(OVERALL, name, _Sums.total(sums.get((c, name)) for c in categories))
         for name in METRICS

@@ -384,6 +384,15 @@ def test_aggregate_rejects_a_value_that_is_not_finite() -> None:
         aggregate_metrics(per_query)
 
 
+def test_aggregate_keeps_a_category_where_no_metric_applies() -> None:
+    # Graded only 1: neither positive (nothing relevant) nor negative (something graded).
+    data = frames({"q1": (LEX, None)}, ranked={"q1": ["m0"]}, grades={"q1": {"m0": 1}})
+    out = aggregate_metrics(per_query_metrics(*data, k=1))
+    assert out["category"].to_list() == ["overall"] * len(METRICS) + [LEX] * len(METRICS)
+    assert out["query_count"].to_list() == [0] * (2 * len(METRICS))
+    assert out["value"].null_count() == 2 * len(METRICS)
+
+
 def test_aggregate_rejects_a_null_category() -> None:
     per_query = per_query_metrics(*TWO_POSITIVE).with_columns(category=None)
     with pytest.raises(EvalError, match="category non-null"):
