@@ -16,8 +16,8 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 
+import hotmem
 from hotmem_eval.errors import Problem
 from hotmem_eval.fixture_schema import (
     CATEGORIES,
@@ -33,7 +33,6 @@ __all__ = [
     "Record",
     "check_corpus",
     "check_queries",
-    "parse_created_at",
 ]
 
 #: One non-blank line of a JSON Lines file: its 1-based number and the object it holds.
@@ -50,61 +49,23 @@ class FieldSpec:
     check: Checker
 
 
-def parse_created_at(value: object) -> datetime:
-    """Parse ISO-8601 text with a UTC offset (``Z`` or ``+00:00``) into an aware UTC datetime.
-
-    Raises:
-        ValueError: ``value`` is not ISO-8601 text, has no timezone, or is not UTC; the
-            message says what was expected and what was found.
-    """
-    example = "'2025-03-01T00:00:00Z'"
-    if not isinstance(value, str):
-        raise ValueError(f"expected created_at as ISO-8601 text, found created_at={value!r}")
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise ValueError(
-            f"expected created_at as ISO-8601 text such as {example}, found created_at={value!r}"
-        ) from None
-    if moment.tzinfo is None:
-        raise ValueError(
-            f"expected created_at with a UTC timezone such as {example}, found created_at={value!r}"
-        )
-    if moment.utcoffset() != timedelta(0):
-        raise ValueError(
-            f"expected created_at in UTC ('Z' or '+00:00'), found created_at={value!r}"
-        )
-    return moment.astimezone(UTC)
+def _memory_field(name: str, value: object) -> Iterator[str]:
+    """A memory's field, by the store's own rule (``hotmem.field_breach``)."""
+    breach = hotmem.field_breach(name, value)
+    if breach is not None:
+        yield str(breach)
 
 
 def _text(name: str, value: object) -> Iterator[str]:
-    if not isinstance(value, str) or not value.strip():
-        yield f"expected {name} to be a non-empty string, found {name}={value!r}"
-    elif "\x00" in value:
-        yield f"expected {name} without NUL characters, found {name}={value!r}"
+    """Any other text field, by the store's text rule (``hotmem.text_breach``)."""
+    breach = hotmem.text_breach(name, value)
+    if breach is not None:
+        yield str(breach)
 
 
 def _string(name: str, value: object) -> Iterator[str]:
     if not isinstance(value, str):
         yield f"expected {name} to be a string, found {name}={value!r}"
-
-
-def _unit_interval(name: str, value: object) -> Iterator[str]:
-    # bool is an int to Python but not a number to a fixture author; NaN fails both bounds.
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        yield f"expected {name} to be a real number in [0, 1], found {name}={value!r}"
-
-
-def _tags(name: str, value: object) -> Iterator[str]:
-    if not isinstance(value, list) or not all(isinstance(t, str) and t.strip() for t in value):
-        yield f"expected {name} to be a list of non-empty strings, found {name}={value!r}"
-
-
-def _timestamp(name: str, value: object) -> Iterator[str]:
-    try:
-        parse_created_at(value)
-    except ValueError as exc:
-        yield str(exc)
 
 
 def _category(name: str, value: object) -> Iterator[str]:
@@ -138,13 +99,15 @@ def _duplicate_groups(name: str, value: object) -> Iterator[str]:
             yield f"expected {label} to name 2 or more distinct memory_ids, found {label}={group!r}"
 
 
+#: A memory's own fields follow the store's rules, so a fixture the validator accepts always
+#: loads into a store; a fixture states importance and tags (the store has defaults for them).
 CORPUS_FIELDS: Mapping[str, FieldSpec] = {
-    "memory_id": FieldSpec(required=True, check=_text),
-    "identifier": FieldSpec(required=True, check=_text),
-    "fact": FieldSpec(required=True, check=_text),
-    "importance": FieldSpec(required=True, check=_unit_interval),
-    "tags": FieldSpec(required=True, check=_tags),
-    "created_at": FieldSpec(required=False, check=_timestamp),
+    "memory_id": FieldSpec(required=True, check=_memory_field),
+    "identifier": FieldSpec(required=True, check=_memory_field),
+    "fact": FieldSpec(required=True, check=_memory_field),
+    "importance": FieldSpec(required=True, check=_memory_field),
+    "tags": FieldSpec(required=True, check=_memory_field),
+    "created_at": FieldSpec(required=False, check=_memory_field),
     "namespace": FieldSpec(required=False, check=_text),
     "duplicate_of": FieldSpec(required=False, check=_text),
 }

@@ -20,14 +20,10 @@ from typing import Any
 
 import pyarrow as pa
 
+import hotmem
 from hotmem_eval.errors import FixtureError, Problem
 from hotmem_eval.fixture_schema import CORPUS_SCHEMA, GROUPS_SCHEMA, QRELS_SCHEMA, QUERIES_SCHEMA
-from hotmem_eval.fixture_validation import (
-    Record,
-    check_corpus,
-    check_queries,
-    parse_created_at,
-)
+from hotmem_eval.fixture_validation import Record, check_corpus, check_queries
 
 __all__ = ["Fixture", "load_fixture"]
 
@@ -171,7 +167,9 @@ def _corpus_table(memories: Sequence[_Object], lines: Mapping[str, int]) -> pa.T
     def column(name: str) -> list[object]:
         return [memory.get(name) for memory in memories]
 
-    created = [None if value is None else parse_created_at(value) for value in column("created_at")]
+    created = [
+        None if value is None else hotmem.parse_timestamp(value) for value in column("created_at")
+    ]
     return pa.Table.from_pydict(
         {
             "memory_id": column("memory_id"),

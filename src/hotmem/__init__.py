@@ -24,9 +24,19 @@ from hotmem.errors import (
     ValidationError,
     VerificationError,
 )
+from hotmem.fields import (
+    FIELD_NAMES,
+    MAX_ID_LENGTH,
+    Breach,
+    field_breach,
+    format_timestamp,
+    text_breach,
+)
+from hotmem.fts import FTS_TOKENIZER
 from hotmem.hydration import HydrationReport, hydrate
-from hotmem.models import Memory, fixed_clock, system_clock
+from hotmem.models import Memory, fixed_clock, parse_timestamp, system_clock
 from hotmem.search import (
+    MAX_LIMIT,
     MIN_SIMILARITY,
     WEIGHTS,
     Explanation,
@@ -44,9 +54,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DIMENSION",
+    "FIELD_NAMES",
+    "FTS_TOKENIZER",
+    "MAX_ID_LENGTH",
+    "MAX_LIMIT",
     "MIN_SIMILARITY",
     "MODEL_NAME",
     "WEIGHTS",
+    "Breach",
     "DuplicateMemoryError",
     "Explanation",
     "HotmemError",
@@ -68,10 +83,14 @@ __all__ = [
     "__version__",
     "embed",
     "explain",
+    "field_breach",
     "fixed_clock",
+    "format_timestamp",
     "hydrate",
     "open_store",
+    "parse_timestamp",
     "search_memories",
     "system_clock",
+    "text_breach",
     "verify_snapshot",
 ]

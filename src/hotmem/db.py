@@ -12,10 +12,10 @@ from types import TracebackType
 from hotmem import schema
 from hotmem.embed import embed_bytes
 from hotmem.errors import DuplicateMemoryError, MemoryNotFoundError, StoreError, ValidationError
+from hotmem.fields import format_timestamp
 from hotmem.models import (
     Clock,
     Memory,
-    format_timestamp,
     make_memory,
     memory_from_mapping,
     parse_timestamp,

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import cast
 
 from hotmem.errors import ValidationError
+from hotmem.fields import FIELD_NAMES, FIELD_RULES, Breach, format_timestamp, timestamp_or_breach
 
 __all__ = [
-    "MAX_ID_LENGTH",
     "Clock",
     "Memory",
     "fixed_clock",
-    "format_timestamp",
     "make_memory",
     "memory_from_mapping",
     "parse_timestamp",
@@ -23,8 +22,7 @@ __all__ = [
 ]
 
 Clock = Callable[[], datetime]
-MAX_ID_LENGTH = 512
-_MEMORY_FIELDS = frozenset({"memory_id", "identifier", "fact", "importance", "tags", "created_at"})
+_MEMORY_FIELDS = frozenset(FIELD_NAMES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,69 +68,24 @@ def fixed_clock(moment: datetime | str) -> Clock:
     return lambda: fixed
 
 
-def format_timestamp(moment: datetime) -> str:
-    """Canonical UTC text: ``YYYY-MM-DDTHH:MM:SSZ``, with ``.ffffff`` only when non-zero."""
-    # isoformat() omits the microseconds when they are zero, as the canonical form does.
-    return moment.astimezone(UTC).replace(tzinfo=None).isoformat() + "Z"
-
-
 def parse_timestamp(value: object, *, field: str = "created_at") -> datetime:
-    """Parse a timezone-aware datetime or ISO-8601 text into an aware UTC datetime."""
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            raise ValidationError(
-                f"{field} must be ISO-8601 text such as '2025-01-31T09:00:00Z'; "
-                f"found {field}={value!r}"
-            ) from None
-    if not isinstance(value, datetime):
-        raise ValidationError(
-            f"{field} must be a datetime or ISO-8601 text; found {type(value).__name__}"
-        )
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValidationError(
-            f"{field} must carry a timezone (UTC expected); found naive {value.isoformat()!r}"
-        )
-    return value.astimezone(UTC)
+    """Parse a timezone-aware datetime or ISO-8601 text with an offset into aware UTC.
+
+    Raises:
+        ValidationError: the value is not one, or lies outside what UTC can represent.
+    """
+    parsed = timestamp_or_breach(value, field=field)
+    if isinstance(parsed, Breach):
+        raise ValidationError(str(parsed))
+    return parsed
 
 
-def _require_text(name: str, value: object, *, max_length: int | None = None) -> str:
-    if not isinstance(value, str):
-        raise ValidationError(f"{name} must be a string; found {type(value).__name__}")
-    if not value.strip():
-        raise ValidationError(f"{name} must not be empty; found {name}={value!r}")
-    if max_length is not None and len(value) > max_length:
-        raise ValidationError(f"{name} must be at most {max_length} characters; found {len(value)}")
-    if "\x00" in value:
-        raise ValidationError(f"{name} must not contain NUL characters")
+def _valid(field: str, value: object) -> object:
+    """``value`` once it obeys the rule of ``field`` (``fields.FIELD_RULES``)."""
+    breach = FIELD_RULES[field](value)
+    if breach is not None:
+        raise ValidationError(str(breach))
     return value
-
-
-def _require_importance(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValidationError(
-            f"importance must be a number in [0, 1]; found {type(value).__name__} {value!r}"
-        )
-    if isinstance(value, int) and not 0 <= value <= 1:
-        # float() of a huge int overflows; an int outside [0, 1] is out of range anyway.
-        raise ValidationError(f"importance must be in [0, 1]; found importance={value!r}")
-    importance = float(value)
-    if math.isnan(importance) or not 0.0 <= importance <= 1.0:
-        raise ValidationError(f"importance must be in [0, 1]; found importance={value!r}")
-    return importance
-
-
-def _require_tags(value: object) -> tuple[str, ...]:
-    if not isinstance(value, list | tuple):
-        raise ValidationError(
-            f"tags must be a list of strings; found {type(value).__name__} {value!r}"
-        )
-    tags = tuple(value)
-    for tag in tags:
-        if not isinstance(tag, str) or not tag.strip():
-            raise ValidationError(f"every tag must be a non-empty string; found tag={tag!r}")
-    return tags
 
 
 def _derived_id(identifier: str, fact: str, created_at: datetime) -> str:
@@ -158,18 +111,17 @@ def make_memory(
     Raises:
         ValidationError: a field is missing, of the wrong type or out of range.
     """
-    fact_text = _require_text("fact", fact)
-    identifier_text = _require_text("identifier", identifier, max_length=MAX_ID_LENGTH)
-    moment = clock() if created_at is None else created_at
-    created = parse_timestamp(moment)
+    fact_text = cast(str, _valid("fact", fact))
+    identifier_text = cast(str, _valid("identifier", identifier))
+    created = parse_timestamp(clock() if created_at is None else created_at)
     if memory_id is None:
         memory_id = _derived_id(identifier_text, fact_text, created)
     return Memory(
-        memory_id=_require_text("memory_id", memory_id, max_length=MAX_ID_LENGTH),
+        memory_id=cast(str, _valid("memory_id", memory_id)),
         identifier=identifier_text,
         fact=fact_text,
-        importance=_require_importance(importance),
-        tags=_require_tags(tags),
+        importance=float(cast(float, _valid("importance", importance))),
+        tags=tuple(cast("list[str] | tuple[str, ...]", _valid("tags", tags))),
         created_at=created,
     )
 

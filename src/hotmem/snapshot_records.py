@@ -1,11 +1,10 @@
 """Record lines of a snapshot: encoding a store row, and decoding and validating a chunk.
 
 A record line is one JSON object with exactly the six fields of a memory, sorted keys, no
-whitespace, non-ASCII kept as UTF-8. Validation applies the store's rules (``models.make_memory``)
-with three stricter ones, since a package must hydrate to exactly what it says: every field is
-required (no defaults), ``tags`` is a JSON array, and ``created_at`` is canonical UTC text
-(``models.format_timestamp``). Strings must also be valid Unicode (no lone surrogates), as
-SQLite can only store those.
+whitespace, non-ASCII kept as UTF-8. Validation applies the store's field rules
+(``fields.FIELD_RULES``) with two stricter ones, since a package must hydrate to exactly what it
+says: every field is required (no defaults), and ``created_at`` is canonical UTC text
+(``fields.format_timestamp``).
 
 A chunk is checked column by column with C-level builtins (one ``json.loads`` for the whole
 chunk, ``set(map(type, ...))``, ``min``/``max``, ``str.join``), which keeps the per-record
@@ -23,7 +22,13 @@ from datetime import datetime
 from itertools import chain, islice
 from operator import itemgetter, lt
 
-from hotmem.models import MAX_ID_LENGTH
+from hotmem.fields import (
+    MAX_ID_LENGTH,
+    Breach,
+    canonical_timestamp_breach,
+    field_breach,
+    shown,
+)
 
 __all__ = [
     "RECORD_FIELDS",
@@ -49,11 +54,10 @@ def _columns(records: list[dict]) -> list[tuple]:
     return [tuple(map(getter, records)) for getter in _FIELD_GETTERS]
 
 
-# Canonical timestamps (models.format_timestamp) with every digit mapped to 9, one a line.
+# Canonical timestamps (fields.format_timestamp) with every digit mapped to 9, one a line.
 _DIGITS_TO_9 = bytes.maketrans(b"0123456789", b"9" * 10)
 _WHOLE_SECOND, _FRACTION = b"9999-99-99T99:99:99Z\n", b"9999-99-99T99:99:99.999999Z\n"
 _LINE_NOT_AN_OBJECT = re.compile("\n[^{]")
-_TEXT_LIMITS = {"memory_id": MAX_ID_LENGTH, "identifier": MAX_ID_LENGTH, "fact": None}
 
 # (line number, check, expected, found)
 LineProblem = tuple[int, str, str, str]
@@ -101,69 +105,20 @@ def _json_type(value: object) -> str:
     )
 
 
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+def field_problem(field: str, value: object) -> Breach | None:
+    """How ``value`` breaks the rule of ``field`` in a record line, else ``None``.
 
-
-def _unicode_problem(text: str) -> str | None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return f"a lone surrogate U+{ord(text[exc.start]):04X} at position {exc.start}"
-    return None
-
-
-def _text_problem(field: str, value: object, max_length: int | None) -> tuple[str, str] | None:
-    if not isinstance(value, str):
-        return f"{field} as a string", f"{_json_type(value)} {_shown(value)}"
-    if not value.strip():
-        return f"{field} not blank", f"{field}={_shown(value)}"
-    if max_length is not None and len(value) > max_length:
-        return f"{field} of at most {max_length} characters", f"{len(value)} characters"
-    if "\x00" in value:
-        return f"{field} without NUL characters", f"a NUL at position {value.index(chr(0))}"
-    surrogate = _unicode_problem(value)
-    return None if surrogate is None else (f"{field} as valid Unicode text", surrogate)
-
-
-def field_problem(field: str, value: object) -> tuple[str, str] | None:
-    """``(expected, found)`` when ``value`` breaks the rule of ``field``, else ``None``."""
-    if field in _TEXT_LIMITS:
-        return _text_problem(field, value, _TEXT_LIMITS[field])
-    if field == "importance":
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return "importance as a number in [0, 1]", f"{_json_type(value)} {_shown(value)}"
-        if not 0.0 <= value <= 1.0:
-            return "importance in [0, 1]", f"importance={_shown(value)}"
-        return None
-    if field == "tags":
-        if not isinstance(value, list):
-            return "tags as an array of strings", f"{_json_type(value)} {_shown(value)}"
-        for tag in value:
-            if not isinstance(tag, str) or not tag.strip():
-                return "every tag a non-blank string", f"tag={_shown(tag)}"
-            surrogate = _unicode_problem(tag)
-            if surrogate is not None:
-                return "every tag valid Unicode text", surrogate
-        return None
-    if not isinstance(value, str):
-        return "created_at as a string", f"{_json_type(value)} {_shown(value)}"
-    if not _timestamp_ok(value):
-        return (
-            "created_at as canonical UTC text such as '2025-01-31T09:00:00Z'",
-            f"created_at={_shown(value)}",
-        )
-    return None
-
-
-def _timestamp_ok(text: str) -> bool:
-    return _timestamps_ok({text})
+    The store's rules (``fields.FIELD_RULES``), with ``created_at`` in its stored, canonical
+    form: a package must hydrate to exactly what it says.
+    """
+    if field == "created_at":
+        return canonical_timestamp_breach(value)
+    return field_breach(field, value)
 
 
 def _record_problem(record: object) -> tuple[str, str] | None:
     if not isinstance(record, dict):
-        return "a JSON object", f"{_json_type(record)} {_shown(record)}"
+        return "a JSON object", f"{_json_type(record)} {shown(record)}"
     if record.keys() != _FIELD_SET:
         missing = [field for field in RECORD_FIELDS if field not in record]
         unknown = sorted(set(record) - _FIELD_SET)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+import hotmem
 from hotmem_eval.errors import FixtureError, Problem
 from hotmem_eval.fixture_schema import (
     CATEGORIES,
@@ -24,8 +25,8 @@ from hotmem_eval.fixtures import Fixture, load_fixture
 # Each bad case appends one line, so it is line 4 of the corpus or line 41 of the queries.
 CORPUS_LINE = 4
 QUERY_LINE = 41
-EXAMPLE = "'2025-03-01T00:00:00Z'"
-NO_TIMEZONE = f"expected created_at with a UTC timezone such as {EXAMPLE}"
+EXAMPLE = "'2025-01-31T09:00:00Z'"
+NO_TIMEZONE = f"expected created_at with a timezone such as {EXAMPLE}"
 NO_ANSWER = "expected at least one memory graded >= 2 (category='exact_lexical'), found relevance="
 NOT_A_GROUP = (
     "expected duplicate_groups[{0}] to be a list of memory_ids, found duplicate_groups[{0}]"
@@ -132,65 +133,63 @@ BAD_MEMORIES = [
     ),
     pytest.param(
         memory(importance=True),
-        ["expected importance to be a real number in [0, 1], found importance=True"],
+        ["expected importance as a number in [0, 1], found a boolean True"],
         id="importance-bool",
     ),
     pytest.param(
         memory(importance="0.5"),
-        ["expected importance to be a real number in [0, 1], found importance='0.5'"],
+        ["expected importance as a number in [0, 1], found a string '0.5'"],
         id="importance-str",
     ),
     pytest.param(
         memory(importance=1.5),
-        ["expected importance to be a real number in [0, 1], found importance=1.5"],
+        ["expected importance in [0, 1], found importance=1.5"],
         id="importance-high",
     ),
     pytest.param(
         memory(importance=-0.1),
-        ["expected importance to be a real number in [0, 1], found importance=-0.1"],
+        ["expected importance in [0, 1], found importance=-0.1"],
         id="importance-low",
     ),
     pytest.param(
         '{"memory_id": "mem-d", "identifier": "org-a", "fact": "x", "importance": NaN, "tags": []}',
-        ["expected importance to be a real number in [0, 1], found importance=nan"],
+        ["expected importance in [0, 1], found importance=nan"],
         id="importance-nan",
     ),
     pytest.param(
         memory(tags="finance"),
-        ["expected tags to be a list of non-empty strings, found tags='finance'"],
+        ["expected tags as a list of strings, found a string 'finance'"],
         id="tags-str",
     ),
     pytest.param(
         memory(tags=["a", 3]),
-        ["expected tags to be a list of non-empty strings, found tags=['a', 3]"],
+        ["expected every tag a non-blank string, found tag=3"],
         id="tags-int",
     ),
     pytest.param(
         memory(tags=["a", ""]),
-        ["expected tags to be a list of non-empty strings, found tags=['a', '']"],
+        ["expected every tag a non-blank string, found tag=''"],
         id="tags-empty",
     ),
-    pytest.param(
-        memory(fact=""), ["expected fact to be a non-empty string, found fact=''"], id="fact-empty"
-    ),
+    pytest.param(memory(fact=""), ["expected fact not blank, found fact=''"], id="fact-empty"),
     pytest.param(
         memory(fact="  "),
-        ["expected fact to be a non-empty string, found fact='  '"],
+        ["expected fact not blank, found fact='  '"],
         id="fact-blank",
     ),
     pytest.param(
         memory(fact="a\x00b"),
-        ["expected fact without NUL characters, found fact='a\\x00b'"],
+        ["expected fact without NUL characters, found a NUL at position 1"],
         id="fact-nul",
     ),
     pytest.param(
         memory(identifier=None),
-        ["expected identifier to be a non-empty string, found identifier=None"],
+        ["expected identifier as a string, found null"],
         id="identifier-null",
     ),
     pytest.param(
         memory(memory_id=7),
-        ["expected memory_id to be a non-empty string, found memory_id=7"],
+        ["expected memory_id as a string, found a number 7"],
         id="id-int",
     ),
     pytest.param(
@@ -203,30 +202,49 @@ BAD_MEMORIES = [
     ),
     pytest.param(
         memory(created_at="2025-03-01T00:00:00"),
-        [f"{NO_TIMEZONE}, found created_at='2025-03-01T00:00:00'"],
+        [f"{NO_TIMEZONE}, found created_at='2025-03-01T00:00:00' (no timezone)"],
         id="created-naive",
     ),
     pytest.param(
         memory(created_at="2025-03-01"),
-        [f"{NO_TIMEZONE}, found created_at='2025-03-01'"],
+        [f"{NO_TIMEZONE}, found created_at='2025-03-01' (no timezone)"],
         id="created-date-only",
     ),
     pytest.param(
-        memory(created_at="2025-03-01T00:00:00+02:00"),
+        memory("x" * 600),
+        [f"expected memory_id of at most {hotmem.MAX_ID_LENGTH} characters, found 600 characters"],
+        id="id-too-long",
+    ),
+    pytest.param(
+        memory(identifier="o" * 513),
+        ["expected identifier of at most 512 characters, found 513 characters"],
+        id="identifier-too-long",
+    ),
+    pytest.param(
+        '{"memory_id": "mem-d", "identifier": "org-a", "fact": "bad \\ud800 text", '
+        '"importance": 0.5, "tags": []}',
+        ["expected fact as valid Unicode text, found a lone surrogate U+D800 at position 4"],
+        id="fact-lone-surrogate",
+    ),
+    pytest.param(
+        memory(created_at="0001-01-01T00:00:00+01:00"),
         [
-            "expected created_at in UTC ('Z' or '+00:00'), "
-            "found created_at='2025-03-01T00:00:00+02:00'"
+            "expected created_at within years 1..9999 once converted to UTC, "
+            "found created_at='0001-01-01T00:00:00+01:00'"
         ],
-        id="created-not-utc",
+        id="created-before-utc-range",
     ),
     pytest.param(
         memory(created_at=20250301),
-        ["expected created_at as ISO-8601 text, found created_at=20250301"],
+        [
+            f"expected created_at as a datetime or ISO-8601 text such as {EXAMPLE}, "
+            "found a number 20250301"
+        ],
         id="created-int",
     ),
     pytest.param(
         memory(namespace=""),
-        ["expected namespace to be a non-empty string, found namespace=''"],
+        ["expected namespace not blank, found namespace=''"],
         id="namespace-empty",
     ),
     pytest.param(
@@ -315,13 +333,13 @@ BAD_QUERIES = [
     ),
     pytest.param(
         query(query=""),
-        ["expected query to be a non-empty string, found query=''"],
+        ["expected query not blank, found query=''"],
         id="query-empty",
     ),
     pytest.param(query(notes=5), ["expected notes to be a string, found notes=5"], id="notes-int"),
     pytest.param(
         query(identifier=""),
-        ["expected identifier to be a non-empty string, found identifier=''"],
+        ["expected identifier not blank, found identifier=''"],
         id="identifier-empty",
     ),
     pytest.param(
@@ -400,7 +418,7 @@ def test_every_problem_of_both_files_is_reported_in_file_and_line_order(tmp_path
         Problem(
             str(corpus_path),
             2,
-            "expected importance to be a real number in [0, 1], found importance=2",
+            "expected importance in [0, 1], found importance=2",
         ),
         Problem(str(corpus_path), 2, "duplicate memory_id='mem-a', first on line 1"),
         Problem(
@@ -502,7 +520,8 @@ def _line(name: str) -> list[str]:
 def test_tables_have_the_declared_schemas_and_values(tmp_path: Path) -> None:
     corpus = [
         memory("mem-b", tags=[], namespace="ns", created_at="2025-03-01T00:00:00Z"),
-        memory("mem-a", importance=1, created_at="2025-03-01T12:30:00.250+00:00"),
+        # Any UTC offset is accepted, as the store accepts it, and converted to UTC.
+        memory("mem-a", importance=1, created_at="2025-03-01T14:30:00.250+02:00"),
         memory("mem-c"),
     ]
     queries = [

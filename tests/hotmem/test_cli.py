@@ -67,9 +67,9 @@ def test_import_is_all_or_nothing_with_line_numbers(
     code, _out, err = run(capsys, "--db", str(db), "import", str(bad))
     assert code == 2
     assert err.splitlines() == [
-        f"{bad}:3: fact must not be empty; found fact=''",
+        f"{bad}:3: expected fact not blank, found fact=''",
         f"{bad}:4: invalid JSON: Expecting value (column 1)",
-        f"{bad}:5: importance must be in [0, 1]; found importance=2",
+        f"{bad}:5: expected importance in [0, 1], found importance=2",
         f"{bad}:6: not UTF-8 (invalid start byte at byte 10)",
     ]
     good = tmp_path / "good.jsonl"
@@ -97,11 +97,11 @@ def test_import_is_all_or_nothing_with_line_numbers(
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [
-        (["add", "", "--identifier", "a"], 2, "hotmem: fact must not be empty; found fact=''\n"),
+        (["add", "", "--identifier", "a"], 2, "hotmem: expected fact not blank, found fact=''\n"),
         (
             ["add", "x", "--identifier", "a", "--importance", "3"],
             2,
-            "hotmem: importance must be in [0, 1]; found importance=3.0\n",
+            "hotmem: expected importance in [0, 1], found importance=3.0\n",
         ),
         (["delete", "nope"], 1, "hotmem: no memory with memory_id='nope'\n"),
         (

@@ -215,8 +215,8 @@ def test_lines_merged_into_one_array_are_not_one_record_per_line() -> None:
         ("importance", True, "importance as a number in [0, 1]", "a boolean True"),
         ("importance", 1.5, "importance in [0, 1]", "importance=1.5"),
         ("importance", 10**400, "importance in [0, 1]", None),
-        ("tags", "a", "tags as an array of strings", "a string 'a'"),
-        ("tags", {"a": 1}, "tags as an array of strings", "an object {'a': 1}"),
+        ("tags", "a", "tags as a list of strings", "a string 'a'"),
+        ("tags", {"a": 1}, "tags as a list of strings", "an object {'a': 1}"),
         ("tags", ["ok", " "], "every tag a non-blank string", "tag=' '"),
         (
             "created_at",
@@ -224,7 +224,12 @@ def test_lines_merged_into_one_array_are_not_one_record_per_line() -> None:
             "created_at as canonical UTC text such as '2025-01-31T09:00:00Z'",
             "created_at='2026-01-01T00:00:00+00:00'",
         ),
-        ("created_at", None, "created_at as a string", "null None"),
+        (
+            "created_at",
+            None,
+            "created_at as canonical UTC text such as '2025-01-31T09:00:00Z'",
+            "null",
+        ),
     ],
 )
 def test_field_rules_say_what_was_expected_and_found(

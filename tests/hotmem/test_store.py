@@ -59,25 +59,33 @@ def test_created_at_is_normalised_to_utc(store: MemoryStore) -> None:
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"fact": ""}, "fact must not be empty; found fact=''"),
-        ({"fact": "   "}, "fact must not be empty"),
-        ({"fact": 3}, "fact must be a string; found int"),
-        ({"identifier": ""}, "identifier must not be empty"),
-        ({"identifier": None}, "identifier must be a string; found NoneType"),
-        ({"importance": 1.5}, r"importance must be in \[0, 1\]; found importance=1.5"),
-        ({"importance": -0.1}, r"importance must be in \[0, 1\]"),
-        ({"importance": float("nan")}, r"importance must be in \[0, 1\]"),
-        ({"importance": True}, "importance must be a number"),
-        ({"importance": "0.5"}, "importance must be a number"),
-        ({"tags": "finance"}, "tags must be a list of strings; found str"),
-        ({"tags": {"a": 1}}, "tags must be a list of strings; found dict"),
-        ({"importance": 10**400}, r"importance must be in \[0, 1\]"),
-        ({"importance": 2}, r"importance must be in \[0, 1\]; found importance=2"),
-        ({"tags": ["ok", 3]}, "every tag must be a non-empty string; found tag=3"),
-        ({"memory_id": ""}, "memory_id must not be empty"),
-        ({"memory_id": 7}, "memory_id must be a string; found int"),
-        ({"created_at": "yesterday"}, "created_at must be ISO-8601 text"),
-        ({"created_at": "2025-01-01T00:00:00"}, "created_at must carry a timezone"),
+        ({"fact": ""}, "expected fact not blank, found fact=''"),
+        ({"fact": "   "}, "expected fact not blank, found fact=' {3}'"),
+        ({"fact": 3}, "expected fact as a string, found a number 3"),
+        ({"identifier": ""}, "expected identifier not blank"),
+        ({"identifier": None}, "expected identifier as a string, found null"),
+        ({"importance": 1.5}, r"expected importance in \[0, 1\], found importance=1.5"),
+        ({"importance": -0.1}, r"expected importance in \[0, 1\], found importance=-0.1"),
+        ({"importance": float("nan")}, r"expected importance in \[0, 1\], found importance=nan"),
+        ({"importance": True}, r"importance as a number in \[0, 1\], found a boolean True"),
+        ({"importance": "0.5"}, r"importance as a number in \[0, 1\], found a string '0.5'"),
+        ({"tags": "finance"}, "expected tags as a list of strings, found a string 'finance'"),
+        ({"tags": {"a": 1}}, "expected tags as a list of strings, found an object"),
+        ({"importance": 10**400}, r"expected importance in \[0, 1\], found importance=1000"),
+        ({"importance": 2}, r"expected importance in \[0, 1\], found importance=2"),
+        ({"tags": ["ok", 3]}, "expected every tag a non-blank string, found tag=3"),
+        ({"memory_id": ""}, "expected memory_id not blank"),
+        ({"memory_id": 7}, "expected memory_id as a string, found a number 7"),
+        (
+            {"created_at": "yesterday"},
+            "expected created_at as ISO-8601 text such as '2025-01-31T09:00:00Z', "
+            "found created_at='yesterday'",
+        ),
+        (
+            {"created_at": "2025-01-01T00:00:00"},
+            "expected created_at with a timezone such as '2025-01-31T09:00:00Z', "
+            "found created_at='2025-01-01T00:00:00' \\(no timezone\\)",
+        ),
     ],
 )
 def test_invalid_memories_are_refused(store: MemoryStore, fields: dict, message: str) -> None:
@@ -104,7 +112,8 @@ def test_add_many_is_all_or_nothing(store: MemoryStore) -> None:
         store.add_many(batch)
     assert [m.memory_id for m in store] == ["m-0"]
 
-    with pytest.raises(ValidationError, match=r"memory #1: importance must be in \[0, 1\]"):
+    message = r"memory #1: expected importance in \[0, 1\], found importance=9"
+    with pytest.raises(ValidationError, match=message):
         store.add_many(
             [
                 {"memory_id": "m-1", "identifier": "a", "fact": "one"},

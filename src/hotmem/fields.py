@@ -1,0 +1,192 @@
+"""The rules every field of a memory obeys: one table, used by every reader of memories.
+
+The store (``models.make_memory``), the snapshot reader (``snapshot/records.py``) and the
+evaluator's fixture validator all check a memory's fields here, so a value one of them accepts
+the others accept too. A rule returns ``None`` for a valid value, or a :class:`Breach` saying
+what was expected and what was found; each caller words the breach for its own reader (a
+``ValidationError``, a snapshot problem, ``path:line: reason``).
+
+Which fields a record must carry depends on where it comes from (the store derives a missing
+``memory_id``; a snapshot record carries all six), so requiredness is the caller's; the rules
+here judge a value that is present.
+
+``created_at`` has two forms. Input (:data:`FIELD_RULES`): a timezone-aware ``datetime`` or
+ISO-8601 text with a UTC offset, converted to UTC. Stored (:func:`canonical_timestamp_breach`):
+the canonical UTC text ``format_timestamp`` writes, ``YYYY-MM-DDTHH:MM:SS[.ffffff]Z``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import NamedTuple
+
+__all__ = [
+    "FIELD_NAMES",
+    "FIELD_RULES",
+    "MAX_ID_LENGTH",
+    "Breach",
+    "canonical_timestamp_breach",
+    "field_breach",
+    "format_timestamp",
+    "shown",
+    "text_breach",
+    "timestamp_or_breach",
+    "unicode_breach",
+]
+
+#: The fields of a memory, in the order a record lists them.
+FIELD_NAMES = ("memory_id", "identifier", "fact", "importance", "tags", "created_at")
+#: The longest ``memory_id`` or ``identifier``, in characters.
+MAX_ID_LENGTH = 512
+_EXAMPLE = "'2025-01-31T09:00:00Z'"
+
+
+class Breach(NamedTuple):
+    """Why a value breaks its field's rule."""
+
+    expected: str
+    found: str
+
+    def __str__(self) -> str:
+        return f"expected {self.expected}, found {self.found}"
+
+
+def shown(value: object, width: int = 80) -> str:
+    """``repr(value)``, cut to ``width`` characters (a 10,000-character fact stays readable)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int past sys.get_int_max_str_digits()
+        return f"an integer of {int(getattr(value, 'bit_length', lambda: 0)() * 0.30103)}+ digits"
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__
+
+
+def _found(value: object) -> str:
+    """What was found, by kind and value: ``a number 7``, ``null``."""
+    return "null" if value is None else f"{_kind(value)} {shown(value)}"
+
+
+def unicode_breach(field: str, text: str) -> Breach | None:
+    """A lone surrogate cannot be stored as UTF-8 (SQLite, JSON files, packages)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        where = f"a lone surrogate U+{ord(text[exc.start]):04X} at position {exc.start}"
+        return Breach(f"{field} as valid Unicode text", where)
+    return None
+
+
+def text_breach(field: str, value: object, *, max_length: int | None = None) -> Breach | None:
+    """The rule of every text field: a non-blank string of valid Unicode without NUL."""
+    if not isinstance(value, str):
+        return Breach(f"{field} as a string", _found(value))
+    if not value.strip():
+        return Breach(f"{field} not blank", f"{field}={shown(value)}")
+    if max_length is not None and len(value) > max_length:
+        return Breach(f"{field} of at most {max_length} characters", f"{len(value)} characters")
+    if "\x00" in value:
+        return Breach(f"{field} without NUL characters", f"a NUL at position {value.index(chr(0))}")
+    return unicode_breach(field, value)
+
+
+def _text(field: str, max_length: int | None) -> Callable[[object], Breach | None]:
+    return lambda value: text_breach(field, value, max_length=max_length)
+
+
+def _importance(value: object) -> Breach | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return Breach("importance as a number in [0, 1]", _found(value))
+    # A huge int is compared as an int: float() of it would overflow. NaN fails both bounds.
+    if not 0 <= value <= 1:
+        return Breach("importance in [0, 1]", f"importance={shown(value)}")
+    return None
+
+
+def _tags(value: object) -> Breach | None:
+    if not isinstance(value, list | tuple):
+        return Breach("tags as a list of strings", _found(value))
+    for tag in value:
+        if not isinstance(tag, str) or not tag.strip():
+            return Breach("every tag a non-blank string", f"tag={shown(tag)}")
+        surrogate = unicode_breach("every tag", tag)
+        if surrogate is not None:
+            return surrogate
+    return None
+
+
+def timestamp_or_breach(value: object, *, field: str = "created_at") -> datetime | Breach:
+    """``value`` (an aware datetime, or ISO-8601 text with an offset) as aware UTC, or why not."""
+    given = f"{field}={shown(value)}"
+    moment = value
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            return Breach(f"{field} as ISO-8601 text such as {_EXAMPLE}", given)
+    if not isinstance(moment, datetime):
+        expected = f"{field} as a datetime or ISO-8601 text such as {_EXAMPLE}"
+        return Breach(expected, _found(value))
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        return Breach(f"{field} with a timezone such as {_EXAMPLE}", f"{given} (no timezone)")
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+01:00 is before the first representable UTC
+        return Breach(f"{field} within years 1..9999 once converted to UTC", given)
+
+
+def _created_at(value: object) -> Breach | None:
+    parsed = timestamp_or_breach(value)
+    return parsed if isinstance(parsed, Breach) else None
+
+
+def format_timestamp(moment: datetime) -> str:
+    """Canonical UTC text: ``YYYY-MM-DDTHH:MM:SSZ``, with ``.ffffff`` only when non-zero."""
+    # isoformat() omits the microseconds when they are zero, as the canonical form does.
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat() + "Z"
+
+
+def canonical_timestamp_breach(value: object) -> Breach | None:
+    """The stored form of ``created_at``: exactly the text ``format_timestamp`` writes."""
+    expected = f"created_at as canonical UTC text such as {_EXAMPLE}"
+    if not isinstance(value, str):
+        return Breach(expected, _found(value))
+    if not value.endswith("Z"):
+        return Breach(expected, f"created_at={shown(value)}")
+    parsed = timestamp_or_breach(value)
+    if isinstance(parsed, Breach) or format_timestamp(parsed) != value:
+        return Breach(expected, f"created_at={shown(value)}")
+    return None
+
+
+#: field -> the rule its input value obeys (see the module docstring for ``created_at``).
+FIELD_RULES: dict[str, Callable[[object], Breach | None]] = {
+    "memory_id": _text("memory_id", MAX_ID_LENGTH),
+    "identifier": _text("identifier", MAX_ID_LENGTH),
+    "fact": _text("fact", None),
+    "importance": _importance,
+    "tags": _tags,
+    "created_at": _created_at,
+}
+
+
+def field_breach(field: str, value: object) -> Breach | None:
+    """How ``value`` breaks the rule of ``field`` (one of :data:`FIELD_NAMES`), or ``None``.
+
+    Raises:
+        KeyError: ``field`` is not a field of a memory.
+    """
+    return FIELD_RULES[field](value)
