@@ -33,16 +33,14 @@ from hotmem.fields import (
     text_breach,
 )
 from hotmem.fts import FTS_TOKENIZER
+from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
 from hotmem.hydration import HydrationReport, hydrate
 from hotmem.models import Memory, fixed_clock, parse_timestamp, system_clock
 from hotmem.search import (
     MAX_LIMIT,
-    MIN_SIMILARITY,
-    WEIGHTS,
     Explanation,
     ScoreComponents,
     SearchResult,
-    Weights,
     explain,
     search_memories,
 )

@@ -1,50 +1,42 @@
-"""Weighted-fusion search: cosine over hash vectors, FTS5 BM25 and static importance.
+"""Search: gather the candidates of a query from the store, then rank them by fusion.
 
-``score = 0.6 * cosine + 0.2 * normalised_bm25 + 0.2 * importance`` over the union of the
-cosine candidates (memories in scope with ``cosine >= min_similarity``) and the BM25 candidates
-(memories in scope matching at least one informative query term). ``normalised_bm25`` is the
-memory's BM25 divided by the best BM25 among this query's matches in scope (1.0 for the best,
-0.0 without a lexical match). Ties are broken by ``memory_id`` ascending.
-``docs/ranking.md`` explains every step with a worked example.
+The cosine channel scans the store's in-memory vector index (``vectors.py``) for memories in
+scope with ``cosine >= min_similarity``; the lexical channel asks SQLite FTS5 for the BM25 of
+every memory in scope matching an informative query term (``fts.py``). The union is scored and
+ranked by ``fusion.py``, ``score = 0.6 * cosine + 0.2 * normalised_bm25 + 0.2 * importance``
+with ties by ``memory_id``. ``docs/ranking.md`` explains every step with a worked example.
 """
 
 from __future__ import annotations
 
-import heapq
 import json
 from dataclasses import dataclass
 
 from hotmem.db import MemoryStore
-from hotmem.embed import embed, unpack_vector
+from hotmem.embed import embed
 from hotmem.errors import MemoryNotFoundError, ValidationError
 from hotmem.fts import match_expression, query_terms
-from hotmem.vectors import cosine
+from hotmem.fusion import (
+    MIN_SIMILARITY,
+    WEIGHTS,
+    Weights,
+    is_candidate,
+    normalise_bm25,
+    rank,
+    score_candidates,
+)
+from hotmem.vectors import VectorIndex
 
 __all__ = [
     "MAX_LIMIT",
-    "MIN_SIMILARITY",
-    "WEIGHTS",
     "Explanation",
     "ScoreComponents",
     "SearchResult",
-    "Weights",
     "explain",
     "search_memories",
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Weights:
-    """Fusion weights; they sum to 1 so a score lies in [-0.6, 1]."""
-
-    cosine: float = 0.6
-    bm25: float = 0.2
-    importance: float = 0.2
-
-
-WEIGHTS = Weights()
-# Chosen from a measurement (docs/ranking.md, "Choosing the floor").
-MIN_SIMILARITY = 0.4
 MAX_LIMIT = 10_000
 
 
@@ -107,43 +99,27 @@ class Explanation:
     passes_floor: bool
 
 
-def fuse(cosine_value: float, bm25_normalised: float, importance: float) -> float:
-    """The fused score, always evaluated in this order so results are bit-reproducible."""
-    return (
-        WEIGHTS.cosine * cosine_value
-        + WEIGHTS.bm25 * bm25_normalised
-        + WEIGHTS.importance * importance
-    )
-
-
-def normalise_bm25(raw: float | None, best: float) -> float:
-    """``raw / best`` for a lexical match, 0.0 without one.
-
-    FTS5 clamps each term's IDF to a small positive value, so a match always has ``raw > 0``
-    and ``best >= raw``: the best match scores 1.0, a single match 1.0, all-equal matches 1.0.
-    """
-    if raw is None:
-        return 0.0
-    return raw / best
-
-
 # Every match in the whole index: scoping happens on positions afterwards, because a join on
 # identifier makes SQLite probe the FTS index once per row of the scope (measured 30x slower).
 BM25_SQL = "SELECT rowid, -bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?"
 
 
-def _lexical_scores(store: MemoryStore, query: str, identifier: str | None) -> dict[int, float]:
-    """Raw BM25 (higher is better) of every memory in scope matching an informative term."""
+def _lexical_positions(
+    store: MemoryStore, index: VectorIndex, query: str, identifier: str | None
+) -> dict[int, float]:
+    """Raw BM25 (higher is better) of every memory in scope matching an informative term,
+    by its position in ``index``."""
     expression = match_expression(query_terms(query))
     if expression is None:
         return {}
-    matches = store.connection.execute(BM25_SQL, (expression,))
-    if identifier is None:
-        return dict(matches)
-    index = store.vector_index()
-    scope = index.scope(identifier)
     position = index.position
-    return {rowid: raw for rowid, raw in matches if position[rowid] in scope}
+    found = {
+        position[rowid]: raw for rowid, raw in store.connection.execute(BM25_SQL, (expression,))
+    }
+    if identifier is None:
+        return found
+    scope = index.scope(identifier)
+    return {p: raw for p, raw in found.items() if p in scope}
 
 
 def _check_arguments(
@@ -174,6 +150,7 @@ def search_memories(
     identifier: str | None = None,
     limit: int = 5,
     min_similarity: float = MIN_SIMILARITY,
+    weights: Weights = WEIGHTS,
 ) -> list[SearchResult]:
     """Rank the memories of ``store`` for ``query``.
 
@@ -185,6 +162,7 @@ def search_memories(
         min_similarity: the relevance floor: a memory without a lexical match needs at least
             this cosine. The default comes from a measurement (docs/ranking.md); change it
             only from a measurement on your own corpus.
+        weights: the fusion weights (``fusion.WEIGHTS`` unless you are experimenting).
 
     Returns:
         At most ``limit`` results, best first; an empty list when nothing passes the floor.
@@ -199,74 +177,27 @@ def search_memories(
         return []
     scan = index.scan(embed(query), positions)
     cosines = scan.at_least(min_similarity)
-    lexical = _lexical_scores(store, query, identifier)
-    best_bm25 = max(lexical.values(), default=0.0)
-    importances, position_of = index.importances, index.position
-    lexical_positions = {position_of[rowid]: raw for rowid, raw in lexical.items()}
-    for p in lexical_positions:
+    lexical = _lexical_positions(store, index, query, identifier)
+    for p in lexical:
         if p not in cosines:
             cosines[p] = scan.cosine(p)
-
-    # Scores only (floats) for every candidate; components are built for the winners alone.
-    # fuse() and normalise_bm25() inlined (same operations, same order, same bits): this loop
-    # runs once per candidate, tens of thousands of times for a common question at 100k.
-    wc, wb, wi = WEIGHTS.cosine, WEIGHTS.bm25, WEIGHTS.importance
-    get_raw = lexical_positions.get
-    scored = []
-    for p, value in cosines.items():
-        raw = get_raw(p)
-        bm25 = 0.0 if raw is None else raw / best_bm25
-        scored.append((-(wc * value + wb * bm25 + wi * importances[p]), p))
+    scored = score_candidates(cosines, lexical, index.importances, weights=weights)
+    best_bm25 = max(lexical.values(), default=0.0)
+    # Components are built for the winners alone.
     winners = [
         (
-            -negated,
+            score,
             index.rowids[p],
             ScoreComponents(
                 cosine=cosines[p],
-                bm25_raw=lexical_positions.get(p),
-                bm25_normalised=normalise_bm25(lexical_positions.get(p), best_bm25),
-                importance=importances[p],
+                bm25_raw=lexical.get(p),
+                bm25_normalised=normalise_bm25(lexical.get(p), best_bm25),
+                importance=index.importances[p],
             ),
         )
-        for negated, p in _best(store, index.rowids, scored, limit)
+        for score, p in rank(scored, index.memory_ids, limit)
     ]
     return _materialise(store, winners)
-
-
-def _best(
-    store: MemoryStore, rowids: list[int], scored: list[tuple[float, int]], limit: int
-) -> list[tuple[float, int]]:
-    """The ``limit`` best ``(negated score, position)`` pairs: best score first, equal scores
-    in ``memory_id`` order, so insertion order never changes a ranking.
-
-    Only the candidates scoring at least the ``limit``-th best score can be in the answer, so
-    only their memory_ids are read (keeping every id in memory would slow the index load).
-    """
-    if not scored:
-        return []
-    cutoff = heapq.nsmallest(limit, scored)[-1][0]
-    contenders = [item for item in scored if item[0] <= cutoff]
-    ids = _memory_ids(store, [rowids[p] for _, p in contenders])
-    contenders.sort(key=lambda item: (item[0], ids[rowids[item[1]]]))
-    return contenders[:limit]
-
-
-def _memory_ids(store: MemoryStore, rowids: list[int]) -> dict[int, str]:
-    found: dict[int, str] = {}
-    for start in range(0, len(rowids), _IN_BATCH):
-        batch = rowids[start : start + _IN_BATCH]
-        found.update(
-            store.connection.execute(
-                "SELECT rowid, memory_id FROM memories "
-                f"WHERE rowid IN ({','.join('?' * len(batch))})",
-                batch,
-            )
-        )
-    return found
-
-
-# Rowids bound per IN (...) query: well under SQLite's smallest default variable limit.
-_IN_BATCH = 500
 
 
 def _materialise(store: MemoryStore, top: list) -> list[SearchResult]:
@@ -283,11 +214,11 @@ def _materialise(store: MemoryStore, top: list) -> list[SearchResult]:
         )
     }
     results = []
-    for rank, (score, rowid, components) in enumerate(top, start=1):
+    for position, (score, rowid, components) in enumerate(top, start=1):
         memory_id, memory_identifier, fact, tags, importance = rows[rowid]
         results.append(
             SearchResult(
-                rank=rank,
+                rank=position,
                 memory_id=memory_id,
                 identifier=memory_identifier,
                 fact=fact,
@@ -307,8 +238,10 @@ def explain(
     *,
     identifier: str | None = None,
     min_similarity: float = MIN_SIMILARITY,
+    weights: Weights = WEIGHTS,
 ) -> Explanation:
-    """Explain how ``memory_id`` fares for ``query``, with the same arithmetic as the ranking.
+    """Explain how ``memory_id`` fares for ``query``, with the same arithmetic as the ranking
+    (``fusion.score_candidates`` and ``fusion.is_candidate``).
 
     Raises:
         MemoryNotFoundError: no memory has this id.
@@ -316,26 +249,29 @@ def explain(
     """
     _check_arguments(query, identifier, 1, min_similarity)
     row = store.connection.execute(
-        "SELECT rowid, identifier, importance, embedding FROM memories WHERE memory_id = ?",
-        (memory_id,),
+        "SELECT rowid FROM memories WHERE memory_id = ?", (memory_id,)
     ).fetchone()
-    if row is None:
+    index = store.vector_index()
+    if row is None or row[0] not in index.position:
         raise MemoryNotFoundError(f"no memory with memory_id={memory_id!r}")
-    rowid, memory_identifier, importance, blob = row
+    p = index.position[row[0]]
+    memory_identifier = index.identifiers[p]
     in_scope = identifier is None or memory_identifier == identifier
-    lexical = _lexical_scores(store, query, identifier)
-    raw = lexical.get(rowid)
+    lexical = _lexical_positions(store, index, query, identifier)
+    raw = lexical.get(p)
+    value = index.scan(embed(query), range(p, p + 1)).cosine(p)
     components = ScoreComponents(
-        cosine=cosine(embed(query), unpack_vector(blob)),
+        cosine=value,
         bm25_raw=raw,
         bm25_normalised=normalise_bm25(raw, max(lexical.values(), default=0.0)),
-        importance=importance,
+        importance=index.importances[p],
     )
+    [(score, _)] = score_candidates({p: value}, lexical, index.importances, weights=weights)
     return Explanation(
         memory_id=memory_id,
         identifier=memory_identifier,
         in_scope=in_scope,
         components=components,
-        score=fuse(components.cosine, components.bm25_normalised, importance),
-        passes_floor=in_scope and (raw is not None or components.cosine >= min_similarity),
+        score=score,
+        passes_floor=in_scope and is_candidate(value, raw, min_similarity),
     )

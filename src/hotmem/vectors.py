@@ -50,10 +50,11 @@ def cosine(a: tuple[float, ...], b: tuple[float, ...]) -> float:
 class VectorIndex:
     """Every memory's vector and ranking fields, ordered by (identifier, rowid).
 
-    memory_ids are not kept: ties are broken by reading the few that matter (search._best).
+    The memory_ids are kept so that ranking breaks ties without going back to the database.
     """
 
     rowids: list[int]
+    memory_ids: list[str]
     identifiers: list[str]
     importances: list[float]
     vectors: bytes
@@ -64,16 +65,16 @@ class VectorIndex:
     def load(cls, connection: sqlite3.Connection) -> VectorIndex:
         """Read every stored vector (one pass over the memories table)."""
         rows = connection.execute(
-            "SELECT rowid, identifier, importance, embedding FROM memories"
+            "SELECT rowid, memory_id, identifier, importance, embedding FROM memories"
         ).fetchall()
         # Sorting here is twice as fast as ORDER BY identifier, which reads through the index.
-        rows.sort(key=itemgetter(1))
-        if rows:
-            rowids, identifiers, importances, blobs = map(list, zip(*rows, strict=True))
-        else:
-            rowids, identifiers, importances, blobs = [], [], [], []
+        rows.sort(key=itemgetter(2))
+        rowids, memory_ids, identifiers, importances, blobs = (
+            [list(column) for column in zip(*rows, strict=True)] if rows else [[], [], [], [], []]
+        )
         return cls(
             rowids=rowids,
+            memory_ids=memory_ids,
             identifiers=identifiers,
             importances=importances,
             vectors=b"".join(blobs),

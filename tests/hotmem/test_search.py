@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import hotmem
 from hotmem import MemoryStore, ValidationError, explain, search_memories
 from hotmem.embed import bucket_and_sign, trigrams
-from hotmem.search import MIN_SIMILARITY, WEIGHTS, fuse
+from hotmem.fusion import MIN_SIMILARITY, WEIGHTS
 
 # The worked example of docs/ranking.md.
 EXAMPLE = [
@@ -94,7 +94,8 @@ def test_score_is_the_weighted_sum_of_its_components(example_store: MemoryStore)
         for result in search_memories(example_store, query, limit=10):
             c = result.components
             assert result.score == 0.6 * c.cosine + 0.2 * c.bm25_normalised + 0.2 * c.importance
-            assert result.score == fuse(c.cosine, c.bm25_normalised, c.importance)
+            explained = explain(example_store, query, result.memory_id)
+            assert (explained.score, explained.components) == (result.score, c)
             assert result.importance == c.importance
 
 
