@@ -24,7 +24,6 @@ from hotmem.errors import (
     ValidationError,
     VerificationError,
 )
-from hotmem.hydration import HydrationReport, hydrate
 from hotmem.models import Memory, fixed_clock, system_clock
 from hotmem.search import (
     MIN_SIMILARITY,
@@ -36,9 +35,14 @@ from hotmem.search import (
     explain,
     search_memories,
 )
-from hotmem.snapshot import SnapshotReport
-from hotmem.snapshot_format import SnapshotProblem
-from hotmem.verify import VerificationReport, verify_snapshot
+from hotmem.snapshot import (
+    HydrationReport,
+    SnapshotProblem,
+    SnapshotReport,
+    VerificationReport,
+    hydrate,
+    verify_snapshot,
+)
 
 __version__ = "0.1.0"
 
