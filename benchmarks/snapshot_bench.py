@@ -43,9 +43,9 @@ from synthetic import synthetic_memories, synthetic_queries
 
 import hotmem
 from hotmem import db, schema
-from hotmem import snapshot_format as fmt
 from hotmem.embed import embed_bytes
 from hotmem.models import format_timestamp
+from hotmem.snapshot import format as fmt
 
 COLD_START = """
 import sys, time

@@ -34,7 +34,6 @@ from hotmem.fields import (
 )
 from hotmem.fts import FTS_TOKENIZER
 from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
-from hotmem.hydration import HydrationReport, hydrate
 from hotmem.models import Memory, fixed_clock, parse_timestamp, system_clock
 from hotmem.search import (
     MAX_LIMIT,
@@ -44,9 +43,14 @@ from hotmem.search import (
     explain,
     search_memories,
 )
-from hotmem.snapshot import SnapshotReport
-from hotmem.snapshot_format import SnapshotProblem
-from hotmem.verify import VerificationReport, verify_snapshot
+from hotmem.snapshot import (
+    HydrationReport,
+    SnapshotProblem,
+    SnapshotReport,
+    VerificationReport,
+    hydrate,
+    verify_snapshot,
+)
 
 __version__ = "0.1.0"
 

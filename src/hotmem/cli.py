@@ -16,10 +16,9 @@ from pathlib import Path
 from hotmem import __version__
 from hotmem.db import MemoryStore, open_store
 from hotmem.errors import HotmemError, StoreError, ValidationError
-from hotmem.hydration import hydrate
 from hotmem.models import memory_from_mapping
 from hotmem.search import MAX_LIMIT, search_memories
-from hotmem.verify import verify_snapshot
+from hotmem.snapshot import hydrate, verify_snapshot
 
 __all__ = ["default_db_path", "main"]
 

@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from hotmem import schema
 from hotmem.embed import embed_bytes
@@ -21,8 +22,10 @@ from hotmem.models import (
     parse_timestamp,
     system_clock,
 )
-from hotmem.snapshot import SnapshotReport, write_snapshot
 from hotmem.vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from hotmem.snapshot.writer import SnapshotReport
 
 __all__ = ["MemoryStore", "open_store"]
 
@@ -321,6 +324,9 @@ class MemoryStore:
         Raises:
             SnapshotError: ``path`` exists (without ``overwrite``) or cannot be written.
         """
+        # Imported here: the writer depends on the store, not the reverse (no import cycle).
+        from hotmem.snapshot.writer import write_snapshot
+
         return write_snapshot(self._connection, path, overwrite=overwrite)
 
     def vector_index(self) -> VectorIndex:

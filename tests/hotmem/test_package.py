@@ -1,13 +1,18 @@
-"""The package: stdlib-only imports and one sorted public surface."""
+"""The package: stdlib-only imports, one sorted public surface, snapshot code in one place."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import textwrap
 import types
+from pathlib import Path
 
 import hotmem
+
+PACKAGE = Path(hotmem.__file__).parent
+SNAPSHOT = PACKAGE / "snapshot"
 
 PROBE = textwrap.dedent(
     """
@@ -19,11 +24,9 @@ PROBE = textwrap.dedent(
             store.add("Invoices need two approvals.", identifier="acme")
             hotmem.search_memories(store, "invoice approvals", identifier="acme")
             hotmem.explain(store, "invoice", store.get(next(iter(store)).memory_id).memory_id)
-            snapshot = getattr(store, "snapshot", None)
-            if snapshot is not None:
-                snapshot(pathlib.Path(tmp) / "s.zip")
-                hotmem.verify_snapshot(pathlib.Path(tmp) / "s.zip")
-                hotmem.hydrate(pathlib.Path(tmp) / "s.zip", pathlib.Path(tmp) / "t.db")
+            store.snapshot(pathlib.Path(tmp) / "s.zip")
+        hotmem.verify_snapshot(pathlib.Path(tmp) / "s.zip")
+        hotmem.hydrate(pathlib.Path(tmp) / "s.zip", pathlib.Path(tmp) / "t.db")
     import hotmem.cli
     loaded = set(sys.modules) - before
     roots = {name.split(".")[0] for name in loaded}
@@ -52,3 +55,74 @@ def test_public_surface_is_sorted_and_complete() -> None:
     public = {name for name in vars(hotmem) if not name.startswith("_")}
     submodules = {n for n in public if isinstance(getattr(hotmem, n), types.ModuleType)}
     assert public - set(hotmem.__all__) - submodules - {"annotations"} == set()
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """Modules a file imports when it is imported: its top-level ``import``/``from`` only.
+
+    ``from a import b`` counts as ``a`` and ``a.b`` (``b`` may be a module); relative imports are
+    resolved against the file's package. Imports inside functions or ``if TYPE_CHECKING:`` are
+    not counted: they do not run when the module is imported.
+    """
+    package = ".".join(path.relative_to(PACKAGE.parent).parent.parts)
+    modules: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(part for part in (base, node.module) if part)
+            modules.add(module)
+            modules.update(f"{module}.{alias.name}" for alias in node.names)
+    return modules
+
+
+def test_the_store_does_not_import_the_snapshot_code_at_module_level() -> None:
+    # The writer depends on the store; MemoryStore.snapshot imports it when called.
+    imported = top_level_imports(PACKAGE / "db.py")
+    assert "hotmem.schema" in imported  # the helper does see the store's imports
+    snapshot = sorted(
+        m for m in imported if m == "hotmem.snapshot" or m.startswith("hotmem.snapshot.")
+    )
+    assert snapshot == []
+
+
+_DEFINITIONS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def defined_names(path: Path, *, nested: bool) -> set[str]:
+    """The classes and functions a file defines: at its top level, or at any depth."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = ast.walk(tree) if nested else tree.body
+    return {node.name for node in nodes if isinstance(node, _DEFINITIONS)}
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The root of every module a file imports, at any depth (lazy imports included)."""
+    roots: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def test_snapshot_code_lives_only_in_the_snapshot_subpackage() -> None:
+    snapshot_files = sorted(SNAPSHOT.glob("*.py"))
+    others = sorted(p for p in PACKAGE.rglob("*.py") if SNAPSHOT not in p.parents)
+    # What the subpackage defines publicly (its file helpers included) is defined nowhere else.
+    names = {n for p in snapshot_files for n in defined_names(p, nested=False) if n[0] != "_"}
+    core = {"PackageReader", "write_snapshot", "verify_snapshot", "hydrate", "create_beside"}
+    assert core <= names
+    clashes = {p.name: sorted(defined_names(p, nested=True) & names) for p in others}
+    assert {name: found for name, found in clashes.items() if found} == {}
+    # Only the snapshot code reads or writes ZIP containers and deflate streams.
+    container = {"zipfile", "zlib"}
+    readers = {p.name: sorted(imported_modules(p) & container) for p in others}
+    assert {name: found for name, found in readers.items() if found} == {}
+    # And no flat module is left over from before the subpackage (snapshot_*.py, verify.py, ...).
+    flat = sorted(
+        p.name for p in PACKAGE.glob("*.py") if p.stem.startswith(("snapshot", "verify", "hydrat"))
+    )
+    assert flat == []

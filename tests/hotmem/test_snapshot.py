@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import hotmem
-from hotmem import snapshot_format as fmt
 from hotmem.embed import embed_bytes
-from hotmem.snapshot_manifest import content_digest
+from hotmem.snapshot import format as fmt
+from hotmem.snapshot.manifest import content_digest
 
 MEMORIES = [
     {
@@ -224,7 +224,7 @@ def test_failure_leaves_no_partial_file(tmp_path: Path, monkeypatch: pytest.Monk
     def interrupted(*args: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("hotmem.snapshot._assemble", interrupted)
+    monkeypatch.setattr("hotmem.snapshot.writer._assemble", interrupted)
     with make_store(tmp_path / "s.db") as store, pytest.raises(KeyboardInterrupt):
         store.snapshot(tmp_path / "p.zip")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.db"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sqlite3
 from pathlib import Path
@@ -9,8 +10,10 @@ from pathlib import Path
 import pytest
 
 import hotmem
-from hotmem import hydration
-from hotmem import snapshot_format as fmt
+from hotmem.snapshot import format as fmt
+
+# The module, not the function ``hotmem.snapshot.hydrate`` that the package exports.
+hydration = importlib.import_module("hotmem.snapshot.hydrate")
 
 MEMORIES = [
     {

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from hotmem.errors import ValidationError
 from hotmem.models import format_timestamp, memory_from_mapping, parse_timestamp
-from hotmem.snapshot_records import (
+from hotmem.snapshot.records import (
     RECORD_FIELDS,
     _fast_decode,
     _timestamps_ok,

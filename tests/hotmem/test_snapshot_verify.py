@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 import hotmem
-from hotmem import snapshot_format as fmt
-from hotmem.snapshot_format import CentralEntry
-from hotmem.snapshot_manifest import content_digest
+from hotmem.snapshot import format as fmt
+from hotmem.snapshot.format import CentralEntry
+from hotmem.snapshot.manifest import content_digest
 
 Members = dict[str, bytes]
 

@@ -12,10 +12,10 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from hotmem import snapshot_format as fmt
 from hotmem.embed import DIMENSION, MODEL_NAME, VECTOR_BYTES
 from hotmem.fts import FTS_TOKENIZER
-from hotmem.snapshot_format import SnapshotProblem
+from hotmem.snapshot import format as fmt
+from hotmem.snapshot.format import SnapshotProblem
 
 __all__ = ["Manifest", "MemberMeta", "check_manifest", "content_digest", "manifest_bytes"]
 

@@ -1,7 +1,7 @@
 """Reading a snapshot's ZIP container strictly, one member at a time, never extracting.
 
 The end record, the central directory and every local header must be byte for byte what the
-writer produces for the same members (``snapshot_format``); a field that differs is reported
+writer produces for the same members (``format``); a field that differs is reported
 with its expected and found value. A member is read only after its declared sizes passed the
 limits, and deflate output stops one byte past the declared size, so a decompression bomb
 costs at most that much memory and a lying size is caught without reading on.
@@ -14,8 +14,8 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import BinaryIO
 
-from hotmem import snapshot_format as fmt
-from hotmem.snapshot_format import CentralEntry, SnapshotProblem
+from hotmem.snapshot import format as fmt
+from hotmem.snapshot.format import CentralEntry, SnapshotProblem
 
 __all__ = ["LoadedMember", "load_member", "read_directory"]
 

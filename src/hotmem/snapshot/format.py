@@ -1,7 +1,7 @@
 """The snapshot v2 package format: member names, limits, compression and the ZIP layout.
 
-Shared by the writer (``snapshot.py``) and the reader (``snapshot_container.py``,
-``verify.py``), so both agree on every byte. ``docs/snapshot-v2.md`` is the contract.
+Shared by the writer (``writer.py``) and the reader (``container.py``,
+``reader.py``), so both agree on every byte. ``docs/snapshot-v2.md`` is the contract.
 
 The container is a plain ZIP file whose every header field is fixed: the reader rebuilds the
 headers it expects from (name, method, CRC-32, sizes, offset) and compares them byte for byte,

@@ -1,11 +1,11 @@
 """Hydrating a snapshot package into a clean target store, atomically.
 
-Hydration is one streaming pass through :class:`~hotmem.verify.PackageReader`, so it applies
-exactly the checks of ``verify_snapshot``. Rows go into a new SQLite file beside the target
-(bulk insert with the package's vectors, one transaction, no journal: the file is discarded
-on any failure). Only when the whole package verified is the FTS index rebuilt from the rows,
-the triggers created, the file synced and renamed onto the target. An interrupted or failed
-hydration therefore leaves the target exactly as it was, and no temporary file behind.
+Hydration is one streaming pass through :class:`~hotmem.snapshot.reader.PackageReader`, so it
+applies exactly the checks of ``verify_snapshot``. Rows go into a new SQLite file beside the
+target (bulk insert with the package's vectors, one transaction, no journal: the file is
+discarded on any failure). Only when the whole package verified is the FTS index rebuilt from
+the rows, the triggers created, the file synced and renamed onto the target. An interrupted or
+failed hydration therefore leaves the target exactly as it was, and no temporary file behind.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from pathlib import Path
 from hotmem import db, schema
 from hotmem.embed import VECTOR_BYTES
 from hotmem.errors import HydrationError, VerificationError
-from hotmem.snapshot import create_beside, gc_paused
-from hotmem.verify import Chunk, PackageReader, VerificationReport
+from hotmem.snapshot._files import create_beside, gc_paused, sync_directory
+from hotmem.snapshot.reader import Chunk, PackageReader, VerificationReport
 
 __all__ = ["HydrationReport", "hydrate"]
 
@@ -201,16 +201,6 @@ def _build(temporary: Path, reader: PackageReader) -> VerificationReport:
     return report
 
 
-def _sync_directory(directory: Path) -> None:
-    # Makes the rename durable; not every platform can open a directory (Windows cannot).
-    with suppress(OSError):
-        descriptor = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-
-
 def hydrate(path: str | os.PathLike[str], target: str | os.PathLike[str]) -> HydrationReport:
     """Verify the package at ``path`` and hydrate it into the store file ``target``.
 
@@ -243,6 +233,6 @@ def hydrate(path: str | os.PathLike[str], target: str | os.PathLike[str]) -> Hyd
                 with suppress(FileNotFoundError):
                     os.unlink(leftover)
             raise
-    _sync_directory(destination.absolute().parent)
+    sync_directory(destination.absolute().parent)
     digest = report.content_digest or ""  # a verified package always has its digest
     return HydrationReport(report.path, str(destination), report.record_count, digest)

@@ -1,15 +1,16 @@
-"""Verifying a snapshot package without trusting it.
+"""Reading a snapshot package without trusting it, and checking every byte as it goes.
 
 The package is read in place, one member at a time, and never extracted. The container is
-parsed strictly (``snapshot_container``), the manifest is checked field by field
-(``snapshot_manifest``), every member the manifest lists must be present under its exact name
+parsed strictly (``container``), the manifest is checked field by field
+(``manifest``), every member the manifest lists must be present under its exact name
 and nothing else may be, and each member's size and SHA-256 must match the manifest. Every record
-is validated with the store's rules (``snapshot_records``), ``memory_id`` must ascend strictly
+is validated with the store's rules (``records``), ``memory_id`` must ascend strictly
 across the whole package, and the vectors must be finite float32 values of the declared
 dimension. Every problem is reported, with what was expected and what was found.
 
-``hydrate`` reads the package through the same :class:`PackageReader`, so it applies exactly
-these checks.
+``verify_snapshot`` (module ``verify``) and ``hydrate`` both read the package through
+:class:`PackageReader`, so they apply exactly these checks. The reader builds the
+:class:`VerificationReport`, so the report is defined here, where both can import it.
 """
 
 from __future__ import annotations
@@ -24,16 +25,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
 
-from hotmem import snapshot_format as fmt
 from hotmem.embed import MODEL_NAME, embed_bytes
 from hotmem.errors import SnapshotError
-from hotmem.snapshot import gc_paused
-from hotmem.snapshot_container import load_member, read_directory
-from hotmem.snapshot_format import CentralEntry, SnapshotProblem
-from hotmem.snapshot_manifest import Manifest, MemberMeta, check_manifest, content_digest
-from hotmem.snapshot_records import decode_records, reject_constant
+from hotmem.snapshot import format as fmt
+from hotmem.snapshot.container import load_member, read_directory
+from hotmem.snapshot.format import CentralEntry, SnapshotProblem
+from hotmem.snapshot.manifest import Manifest, MemberMeta, check_manifest, content_digest
+from hotmem.snapshot.records import decode_records, reject_constant
 
-__all__ = ["Chunk", "PackageReader", "VerificationReport", "verify_snapshot"]
+__all__ = ["Chunk", "PackageReader", "VerificationReport"]
 
 MAX_PROBLEMS = 1000
 _NAMES_EXPECTED = "manifest.json, records/NNNNNN.jsonl or vectors/NNNNNN.f32"
@@ -330,29 +330,3 @@ class PackageReader:
             if expected[window] != chunk.vectors[window]:
                 found = f"another vector for memory_id={memory_id!r}"
                 self._add(f"{chunk.name}:{number}", "vector", f"the {MODEL_NAME} vector", found)
-
-
-def verify_snapshot(
-    path: str | os.PathLike[str], *, recompute_vectors: bool = False
-) -> VerificationReport:
-    """Verify a snapshot package without trusting it, and report every problem found.
-
-    Args:
-        path: the package file.
-        recompute_vectors: also re-embed every fact and compare its vector bit for bit
-            (slower; proves the derived vector index matches the records).
-
-    Returns:
-        The report; ``report.ok`` is true when the package can be hydrated.
-
-    Raises:
-        SnapshotError: the file cannot be opened or read, or is not a regular file.
-    """
-    with gc_paused(), PackageReader(path) as reader:
-        try:
-            for chunk in reader.chunks():
-                if recompute_vectors:
-                    reader.recompute_vectors(chunk)
-        except OSError as exc:  # the file vanished or the disk failed while reading
-            raise SnapshotError(f"cannot read package {reader.path!r}: {exc}") from None
-        return reader.report()

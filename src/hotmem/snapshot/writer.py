@@ -9,25 +9,25 @@ use is one chunk.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import os
 import sqlite3
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from operator import itemgetter
 from pathlib import Path
 from typing import BinaryIO
 
-from hotmem import snapshot_format as fmt
 from hotmem.errors import SnapshotError
-from hotmem.snapshot_format import CentralEntry, MemberKind
-from hotmem.snapshot_manifest import MemberMeta, content_digest, manifest_bytes
-from hotmem.snapshot_records import record_line
+from hotmem.snapshot import format as fmt
+from hotmem.snapshot._files import create_beside, gc_paused, temporary_file
+from hotmem.snapshot.format import CentralEntry, MemberKind
+from hotmem.snapshot.manifest import MemberMeta, content_digest, manifest_bytes
+from hotmem.snapshot.records import record_line
 
-__all__ = ["SnapshotReport", "create_beside", "gc_paused", "write_snapshot"]
+__all__ = ["SnapshotReport", "write_snapshot"]
 
 _SELECT = (
     "SELECT memory_id, identifier, fact, importance, tags, created_at, embedding "
@@ -61,44 +61,6 @@ class _Spooled:
     crc32: int
     compressed_size: int
     spool_offset: int
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector, restoring its previous state afterwards.
-
-    Snapshot, verify and hydrate allocate millions of small tuples, dicts and lists and create
-    no reference cycles; the collector's passes over them cost a fifth of the time (measured).
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def create_beside(target: Path, suffix: str) -> tuple[int, Path]:
-    """Create a new hidden file next to ``target``; return its descriptor and path.
-
-    Unlike ``tempfile.mkstemp`` (mode 0600) the file gets the permissions SQLite and ``open``
-    would give it (0666 less the umask), since it is renamed into place as the final file.
-    """
-    while True:
-        candidate = target.parent / f".{target.name}.{os.urandom(6).hex()}{suffix}"
-        try:
-            return os.open(candidate, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666), candidate
-        except FileExistsError:
-            continue
-
-
-def _temporary_file(directory: Path) -> BinaryIO:
-    """An anonymous file in ``directory``, deleted when closed."""
-    # Imported here: at the top it would add 3 ms to every `import hotmem` (cold starts).
-    import tempfile
-
-    return tempfile.TemporaryFile(dir=directory)
 
 
 def _chunks(connection: sqlite3.Connection) -> Iterator[tuple[list[str], list[bytes]]]:
@@ -228,7 +190,7 @@ def write_snapshot(
         with (
             gc_paused(),
             os.fdopen(descriptor, "w+b") as out,
-            _temporary_file(parent) as spool,
+            temporary_file(parent) as spool,
         ):
             if began:
                 # One read transaction: the package is one consistent state of the store.
