@@ -22,8 +22,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hotmem.errors import HotmemError
-from hotmem.search import MAX_LIMIT
+import hotmem
 from hotmem_eval.errors import EvalError, FixtureError
 
 __all__ = ["EXIT_BASELINE", "EXIT_FAILURE", "EXIT_INVALID", "EXIT_OK", "main"]
@@ -57,7 +56,7 @@ def _run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--queries", type=Path, default=FIXTURE_DIR / "queries.jsonl")
     parser.add_argument("--output", type=Path, help="write the JSON result here")
     parser.add_argument("--report", type=Path, help="write the Markdown report here")
-    parser.add_argument("--top-k", type=_bounded(1, MAX_LIMIT), default=5)
+    parser.add_argument("--top-k", type=_bounded(1, hotmem.MAX_LIMIT), default=5)
     parser.add_argument(
         "--repeat", type=_bounded(1, 1000), default=1, help="searches per query (latency only)"
     )
@@ -169,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvalError as exc:
         print(f"hotmem-eval: {exc}", file=sys.stderr)
         return EXIT_INVALID if arguments[:1] == ["query"] else EXIT_FAILURE
-    except HotmemError as exc:
+    except hotmem.HotmemError as exc:
         print(f"hotmem-eval: evaluator failure: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     except OSError as exc:

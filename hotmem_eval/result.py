@@ -12,7 +12,6 @@ from typing import Any
 import polars as pl
 
 import hotmem
-from hotmem.fts import FTS_TOKENIZER
 from hotmem_eval.attribution import Miss
 from hotmem_eval.evaluate import EvalRun
 from hotmem_eval.fixture_schema import CATEGORIES, NEGATIVE_CATEGORY, RELEVANT_GRADE
@@ -197,7 +196,7 @@ def build_result(run: EvalRun, *, generated_at: datetime, git_commit: str | None
                 "importance": hotmem.WEIGHTS.importance,
             },
             "min_similarity": hotmem.MIN_SIMILARITY,
-            "fts_tokenizer": FTS_TOKENIZER,
+            "fts_tokenizer": hotmem.FTS_TOKENIZER,
             "top_k": run.top_k,
             "repeat": run.repeat,
             "relevant_grade": RELEVANT_GRADE,

@@ -329,6 +329,20 @@ class MemoryStore:
 
         return write_snapshot(self._connection, path, overwrite=overwrite)
 
+    def check_integrity(self) -> tuple[str, ...]:
+        """What is wrong with the store's file and its full-text index; empty when sound.
+
+        Runs SQLite's ``PRAGMA integrity_check`` and FTS5's ``integrity-check`` with content
+        comparison, which also finds a memory missing from the index or indexed with other text.
+        """
+        problems = tuple(str(row[0]) for row in self._connection.execute("PRAGMA integrity_check"))
+        problems = () if problems == ("ok",) else problems
+        try:
+            self._connection.execute(schema.CHECK_FTS_INTEGRITY)
+        except sqlite3.DatabaseError as exc:
+            problems += (f"full-text index: {exc}",)
+        return problems
+
     def vector_index(self) -> VectorIndex:
         """The in-memory vector index, reloaded when this or another connection wrote."""
         version = self._connection.execute("PRAGMA data_version").fetchone()[0]

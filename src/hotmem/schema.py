@@ -6,6 +6,7 @@ from hotmem.embed import DIMENSION, MODEL_NAME
 from hotmem.fts import FTS_TOKENIZER
 
 __all__ = [
+    "CHECK_FTS_INTEGRITY",
     "CREATE_FTS_TRIGGERS",
     "CREATE_INSERT_TRIGGER",
     "CREATE_TABLES",
@@ -73,6 +74,10 @@ CREATE TRIGGER memories_fts_update AFTER UPDATE OF fact ON memories BEGIN
 END;
 """
 )
+
+
+# With rank 1, FTS5 also compares the index with the content table (memories.fact).
+CHECK_FTS_INTEGRITY = "INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)"
 
 
 def expected_meta() -> dict[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -40,3 +41,35 @@ def test_cli_starts_without_duckdb() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert completed.stdout.split() == ["False", "False"]
+
+
+def _toolkit_sources() -> list[Path]:
+    return sorted([*(ROOT / "hotmem_eval").rglob("*.py"), *(ROOT / "scripts").glob("*.py")])
+
+
+def test_toolkit_uses_only_the_public_surface_of_hotmem() -> None:
+    import hotmem
+
+    public = set(hotmem.__all__)
+    reaching: list[str] = []
+    for path in _toolkit_sources():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("hotmem."):
+                reaching.append(f"{where}: from {node.module} import ...")
+            elif isinstance(node, ast.ImportFrom) and node.module == "hotmem":
+                reaching += [f"{where}: {a.name}" for a in node.names if a.name not in public]
+            elif isinstance(node, ast.Import):
+                reaching += [f"{where}: import {a.name}" for a in node.names if "hotmem." in a.name]
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "hotmem"
+                and node.attr not in public
+                and node.attr != "__version__"
+            ):
+                reaching.append(f"{where}: hotmem.{node.attr}")
+            elif isinstance(node, ast.Attribute) and node.attr == "connection":
+                reaching.append(f"{where}: .connection (raw SQL on a store)")
+    assert reaching == []

@@ -317,3 +317,12 @@ def test_bulk_batches_index_fts_and_keep_the_trigger(store: MemoryStore) -> None
     store.add("one more spoon", identifier="a", memory_id="m-after")
     docs = store.connection.execute("SELECT count(*) FROM memories_fts_docsize").fetchone()[0]
     assert docs == 42
+
+
+def test_check_integrity_finds_a_memory_missing_from_the_index(store: MemoryStore) -> None:
+    store.add("Deploys happen on Tuesdays.", identifier="acme")
+    assert store.check_integrity() == ()
+    # A row written behind the trigger's back: the index no longer matches the memories.
+    store.connection.execute("DROP TRIGGER memories_fts_insert")
+    store.add("Badges expire at midnight.", identifier="acme")
+    assert store.check_integrity() == ("full-text index: database disk image is malformed",)
