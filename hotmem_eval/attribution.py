@@ -7,16 +7,25 @@ memories that beat it. Nothing here recomputes a score.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import pyarrow as pa
 
 import hotmem
 from hotmem_eval.fixture_schema import RELEVANT_GRADE
+from hotmem_eval.runner import rows_by_query
 
-__all__ = ["REASONS", "Miss", "Outranker", "Reason", "attribute_misses"]
+__all__ = [
+    "MISSES_SCHEMA",
+    "REASONS",
+    "Miss",
+    "Outranker",
+    "Reason",
+    "attribute_misses",
+    "misses_table",
+]
 
 Reason = Literal["outside_scope", "no_channel_match", "below_floor", "outranked"]
 
@@ -44,6 +53,20 @@ class Outranker:
     importance: float
     margin: float
 
+    def to_dict(self) -> dict[str, Any]:
+        """The outranker as it appears in a result document's ``missed[].outranked_by``."""
+        return {
+            "memory_id": self.memory_id,
+            "rank": self.rank,
+            "score": self.score,
+            "margin": self.margin,
+            "components": {
+                "cosine": self.cosine,
+                "bm25_normalised": self.bm25_normalised,
+                "importance": self.importance,
+            },
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Miss:
@@ -61,6 +84,48 @@ class Miss:
     importance: float
     candidate_rank: int | None
     outranked_by: tuple[Outranker, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The miss as it appears in a result document's ``queries[].missed``."""
+        return {
+            "memory_id": self.memory_id,
+            "grade": self.grade,
+            "reason": self.reason,
+            "detail": self.detail,
+            "score": self.score,
+            "components": {
+                "cosine": self.cosine,
+                "bm25_raw": self.bm25_raw,
+                "bm25_normalised": self.bm25_normalised,
+                "importance": self.importance,
+            },
+            "candidate_rank": self.candidate_rank,
+            "outranked_by": [o.to_dict() for o in self.outranked_by],
+        }
+
+
+#: The ``misses`` export: one row per missed relevant memory, flat (no outrankers).
+MISSES_SCHEMA = pa.schema(
+    [
+        pa.field("query_id", pa.string(), nullable=False),
+        pa.field("memory_id", pa.string(), nullable=False),
+        pa.field("grade", pa.int8(), nullable=False),
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("detail", pa.string(), nullable=False),
+        pa.field("score", pa.float64(), nullable=False),
+        pa.field("cosine", pa.float64(), nullable=False),
+        pa.field("bm25_raw", pa.float64(), nullable=True),
+        pa.field("candidate_rank", pa.int32(), nullable=True),
+    ]
+)
+
+
+def misses_table(misses: Sequence[Miss]) -> pa.Table:
+    """The misses as a ``MISSES_SCHEMA`` table, in the order given."""
+    return pa.Table.from_pylist(
+        [{name: getattr(miss, name) for name in MISSES_SCHEMA.names} for miss in misses],
+        schema=MISSES_SCHEMA,
+    )
 
 
 def _f(value: float) -> str:
@@ -145,10 +210,10 @@ def attribute_misses(
     for row in qrels.to_pylist():
         if row["grade"] >= RELEVANT_GRADE:
             relevant.setdefault(row["query_id"], {})[row["memory_id"]] = row["grade"]
-    returned: dict[str, list[dict[str, object]]] = {}
-    for row in results.sort_by([("query_id", "ascending"), ("rank", "ascending")]).to_pylist():
-        if row["rank"] <= top_k:
-            returned.setdefault(row["query_id"], []).append(row)
+    returned = {
+        query_id: [row for row in rows if row["rank"] <= top_k]
+        for query_id, rows in rows_by_query(results).items()
+    }
     misses: list[Miss] = []
     for query in queries.select(["query_id", "query", "identifier"]).to_pylist():
         wanted = relevant.get(query["query_id"], {})

@@ -17,6 +17,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hotmem_eval.attribution import misses_table
 from hotmem_eval.evaluate import EvalRun
 from hotmem_eval.sqlfiles import sql_files
 
@@ -84,33 +85,6 @@ def export_tables(run: EvalRun) -> dict[str, pa.Table]:
         )
         .sort("query_id", "rank")
     )
-    misses = pl.DataFrame(
-        [
-            {
-                "query_id": m.query_id,
-                "memory_id": m.memory_id,
-                "grade": m.grade,
-                "reason": m.reason,
-                "detail": m.detail,
-                "score": m.score,
-                "cosine": m.cosine,
-                "bm25_raw": m.bm25_raw,
-                "candidate_rank": m.candidate_rank,
-            }
-            for m in run.misses
-        ],
-        schema={
-            "query_id": pl.String,
-            "memory_id": pl.String,
-            "grade": pl.Int8,
-            "reason": pl.String,
-            "detail": pl.String,
-            "score": pl.Float64,
-            "cosine": pl.Float64,
-            "bm25_raw": pl.Float64,
-            "candidate_rank": pl.Int32,
-        },
-    )
     return {
         "results": results.to_arrow(),
         "queries": fixture.queries.drop_columns(["line"]),
@@ -119,7 +93,7 @@ def export_tables(run: EvalRun) -> dict[str, pa.Table]:
         "memories": fixture.corpus.drop_columns(["line"]),
         "per_query_metrics": run.per_query.to_arrow(),
         "category_metrics": run.aggregate.to_arrow(),
-        "misses": misses.to_arrow(),
+        "misses": misses_table(run.misses),
         "transfer": run.transfer.comparison,
     }
 

@@ -16,6 +16,7 @@ from hotmem_eval.attribution import Miss
 from hotmem_eval.evaluate import EvalRun
 from hotmem_eval.fixture_schema import CATEGORIES, NEGATIVE_CATEGORY, RELEVANT_GRADE
 from hotmem_eval.metric_registry import OVERALL
+from hotmem_eval.runner import COMPONENTS, rows_by_query
 
 __all__ = ["SCHEMA_VERSION", "TIMINGS_NOTE", "build_result", "latency_quantiles"]
 
@@ -58,47 +59,14 @@ def _metrics(aggregate: pl.DataFrame) -> dict[str, Any]:
 
 
 def _components(row: dict[str, Any]) -> dict[str, Any]:
-    return {key: row[key] for key in ("cosine", "bm25_raw", "bm25_normalised", "importance")}
-
-
-def _miss(miss: Miss) -> dict[str, Any]:
-    return {
-        "memory_id": miss.memory_id,
-        "grade": miss.grade,
-        "reason": miss.reason,
-        "detail": miss.detail,
-        "score": miss.score,
-        "components": {
-            "cosine": miss.cosine,
-            "bm25_raw": miss.bm25_raw,
-            "bm25_normalised": miss.bm25_normalised,
-            "importance": miss.importance,
-        },
-        "candidate_rank": miss.candidate_rank,
-        "outranked_by": [
-            {
-                "memory_id": o.memory_id,
-                "rank": o.rank,
-                "score": o.score,
-                "margin": o.margin,
-                "components": {
-                    "cosine": o.cosine,
-                    "bm25_normalised": o.bm25_normalised,
-                    "importance": o.importance,
-                },
-            }
-            for o in miss.outranked_by
-        ],
-    }
+    return {key: row[key] for key in COMPONENTS}
 
 
 def _queries(run: EvalRun) -> list[dict[str, Any]]:
     grades: dict[str, dict[str, int]] = {}
     for row in run.fixture.qrels.to_pylist():
         grades.setdefault(row["query_id"], {})[row["memory_id"]] = row["grade"]
-    slots: dict[str, list[dict[str, Any]]] = {}
-    for row in run.results.sort("query_id", "rank").iter_rows(named=True):
-        slots.setdefault(row["query_id"], []).append(row)
+    slots = rows_by_query(run.results)
     misses: dict[str, list[Miss]] = {}
     for miss in run.misses:
         misses.setdefault(miss.query_id, []).append(miss)
@@ -137,7 +105,7 @@ def _queries(run: EvalRun) -> list[dict[str, Any]]:
                     for r in returned
                 ],
                 "metrics": metrics.get(query_id, {}),
-                "missed": [_miss(m) for m in misses.get(query_id, [])],
+                "missed": [m.to_dict() for m in misses.get(query_id, [])],
                 "failures": failures,
             }
         )

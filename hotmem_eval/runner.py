@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
+import polars as pl
 import pyarrow as pa
 
 import hotmem
 from hotmem_eval.errors import EvalError
 
-__all__ = ["RESULTS_SCHEMA", "QueryRun", "result_rows", "run_queries"]
+__all__ = [
+    "COMPONENTS",
+    "RESULTS_SCHEMA",
+    "QueryRun",
+    "result_rows",
+    "rows_by_query",
+    "run_queries",
+]
+
+#: The score components of a result, as ``hotmem.ScoreComponents.to_dict`` names them.
+COMPONENTS = ("cosine", "bm25_raw", "bm25_normalised", "importance")
 
 #: One row per returned slot: the canonical columns of the metric engine and the SQL files,
 #: plus the score components that explain the rank.
@@ -43,7 +55,7 @@ class QueryRun:
 
 
 def result_rows(query_id: str, results: list[hotmem.SearchResult]) -> list[dict[str, object]]:
-    """Turn one query's ranked results into ``RESULTS_SCHEMA`` rows."""
+    """Turn one query's ranked results into ``RESULTS_SCHEMA`` rows (components flattened)."""
     return [
         {
             "query_id": query_id,
@@ -51,13 +63,20 @@ def result_rows(query_id: str, results: list[hotmem.SearchResult]) -> list[dict[
             "memory_id": r.memory_id,
             "identifier": r.identifier,
             "score": r.score,
-            "cosine": r.components.cosine,
-            "bm25_raw": r.components.bm25_raw,
-            "bm25_normalised": r.components.bm25_normalised,
-            "importance": r.components.importance,
+            **r.components.to_dict(),
         }
         for r in results
     ]
+
+
+def rows_by_query(table: pa.Table | pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
+    """The rows of a results-shaped table (``query_id``, ``rank``, ...) grouped by query,
+    each group in rank order."""
+    frame = table if isinstance(table, pl.DataFrame) else pl.from_arrow(table)
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for row in frame.sort("query_id", "rank").iter_rows(named=True):
+        grouped.setdefault(row["query_id"], []).append(row)
+    return grouped
 
 
 def run_queries(

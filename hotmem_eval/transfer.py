@@ -17,7 +17,7 @@ import pyarrow as pa
 
 import hotmem
 from hotmem_eval.errors import EvalError
-from hotmem_eval.runner import run_queries
+from hotmem_eval.runner import rows_by_query, run_queries
 
 __all__ = ["TRANSFER_SCHEMA", "TransferOutcome", "compare_results", "run_transfer"]
 
@@ -71,13 +71,7 @@ def compare_results(
     """Compare two runs slot by slot; return the comparison rows, per-query drift, and the
     number of queries whose ordered ids, scores and components are identical."""
 
-    def by_query(table: pa.Table) -> dict[str, list[dict[str, object]]]:
-        grouped: dict[str, list[dict[str, object]]] = {}
-        for row in table.sort_by([("query_id", "ascending"), ("rank", "ascending")]).to_pylist():
-            grouped.setdefault(row["query_id"], []).append(row)
-        return grouped
-
-    before, after = by_query(source), by_query(hydrated)
+    before, after = rows_by_query(source), rows_by_query(hydrated)
     rows: list[dict[str, object]] = []
     drift: list[dict[str, object]] = []
     equivalent = 0

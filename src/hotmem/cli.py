@@ -103,26 +103,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     with _open(args) as store:
         results = search_memories(store, args.query, identifier=args.identifier, limit=args.limit)
     if args.json:
-        _print_json(
-            [
-                {
-                    "rank": r.rank,
-                    "memory_id": r.memory_id,
-                    "identifier": r.identifier,
-                    "fact": r.fact,
-                    "tags": list(r.tags),
-                    "importance": r.importance,
-                    "score": r.score,
-                    "components": {
-                        "cosine": r.components.cosine,
-                        "bm25_raw": r.components.bm25_raw,
-                        "bm25_normalised": r.components.bm25_normalised,
-                        "importance": r.components.importance,
-                    },
-                }
-                for r in results
-            ]
-        )
+        _print_json([r.to_dict() for r in results])
         return EXIT_OK
     if not results:
         print("no results")

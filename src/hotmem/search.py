@@ -63,6 +63,15 @@ class ScoreComponents:
         """Whether the memory matched at least one informative query term."""
         return self.bm25_raw is not None
 
+    def to_dict(self) -> dict[str, float | None]:
+        """The components as a JSON-ready dict, keyed by their canonical column names."""
+        return {
+            "cosine": self.cosine,
+            "bm25_raw": self.bm25_raw,
+            "bm25_normalised": self.bm25_normalised,
+            "importance": self.importance,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
@@ -76,6 +85,19 @@ class SearchResult:
     importance: float
     score: float
     components: ScoreComponents
+
+    def to_dict(self) -> dict[str, object]:
+        """The result as a JSON-ready dict (what ``hotmem search --json`` prints)."""
+        return {
+            "rank": self.rank,
+            "memory_id": self.memory_id,
+            "identifier": self.identifier,
+            "fact": self.fact,
+            "tags": list(self.tags),
+            "importance": self.importance,
+            "score": self.score,
+            "components": self.components.to_dict(),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +119,17 @@ class Explanation:
     components: ScoreComponents
     score: float
     passes_floor: bool
+
+    def to_dict(self) -> dict[str, object]:
+        """The explanation as a JSON-ready dict."""
+        return {
+            "memory_id": self.memory_id,
+            "identifier": self.identifier,
+            "in_scope": self.in_scope,
+            "score": self.score,
+            "passes_floor": self.passes_floor,
+            "components": self.components.to_dict(),
+        }
 
 
 # Every match in the whole index: scoping happens on positions afterwards, because a join on
