@@ -1,7 +1,8 @@
 """The ``hotmem`` command line: add, import, search and inspect a store; snapshot it.
 
-Exit codes: 0 success; 1 the store or an operation failed; 2 invalid input or usage.
-User mistakes print one line per problem on stderr, never a traceback.
+Exit codes come from one table, ``EXIT_CODES`` (documented in ``docs/cli.md``): 0 success;
+1 the store or an operation failed; 2 invalid input or usage; 130 interrupted. User mistakes
+print one line per problem on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -15,18 +16,40 @@ from pathlib import Path
 
 from hotmem import __version__
 from hotmem.db import MemoryStore, open_store
-from hotmem.errors import HotmemError, StoreError, ValidationError
+from hotmem.errors import HotmemError, ValidationError
 from hotmem.models import memory_from_mapping
 from hotmem.search import MAX_LIMIT, search_memories
 from hotmem.snapshot import hydrate, verify_snapshot
 
-__all__ = ["default_db_path", "main"]
+__all__ = ["EXIT_CODES", "default_db_path", "exit_code", "main"]
 
-EXIT_OK, EXIT_FAILURE, EXIT_INVALID = 0, 1, 2
+EXIT_OK, EXIT_FAILURE, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class UserInputError(Exception):
     """Invalid input from the command line or a file; every line is one problem."""
+
+
+#: error class -> (exit code, prefix of its one-line message). The most specific class of an
+#: error's MRO found here decides; an error of no class here is a bug and propagates.
+EXIT_CODES: dict[type[BaseException], tuple[int, str]] = {
+    UserInputError: (EXIT_INVALID, ""),  # its lines already say where: FILE:LINE or hotmem:
+    ValidationError: (EXIT_INVALID, "hotmem: "),
+    HotmemError: (EXIT_FAILURE, "hotmem: "),
+    KeyboardInterrupt: (EXIT_INTERRUPTED, "hotmem: "),
+}
+
+
+def exit_code(error: BaseException) -> tuple[int, str]:
+    """``(code, prefix)`` of the most specific class of ``error`` in ``EXIT_CODES``.
+
+    Raises:
+        KeyError: no class of the error is in the table.
+    """
+    for cls in type(error).__mro__:
+        if cls in EXIT_CODES:
+            return EXIT_CODES[cls]
+    raise KeyError(type(error).__name__)
 
 
 def default_db_path(environ: os._Environ[str] | dict[str, str] = os.environ) -> Path:
@@ -292,19 +315,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code."""
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args)
-    except UserInputError as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_INVALID
-    except ValidationError as exc:
-        print(f"hotmem: {exc}", file=sys.stderr)
-        return EXIT_INVALID
-    except StoreError as exc:
-        print(f"hotmem: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    except HotmemError as exc:
-        print(f"hotmem: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
+        code: int = args.handler(args)
+    except tuple(EXIT_CODES) as exc:
+        code, prefix = exit_code(exc)
+        message = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
+        print(f"{prefix}{message}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import hotmem
+from hotmem import cli
 from hotmem.cli import default_db_path, main
 
 
@@ -145,3 +147,37 @@ def test_python_dash_m_runs_the_cli(tmp_path: Path) -> None:
     assert completed.returncode == 1
     assert "Traceback" not in completed.stderr
     assert completed.stderr.startswith("hotmem: ")
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "line"),
+    [
+        (cli.UserInputError("f.jsonl:3: bad"), 2, "f.jsonl:3: bad"),
+        (hotmem.ValidationError("expected x, found y"), 2, "hotmem: expected x, found y"),
+        (hotmem.DuplicateMemoryError("dup"), 2, "hotmem: dup"),
+        (hotmem.MemoryNotFoundError("no memory"), 1, "hotmem: no memory"),
+        (hotmem.StoreError("locked"), 1, "hotmem: locked"),
+        (hotmem.VerificationError("bad package", None), 1, "hotmem: bad package"),
+        (hotmem.HydrationError("not empty"), 1, "hotmem: not empty"),
+        (KeyboardInterrupt(), 130, "hotmem: interrupted"),
+    ],
+)
+def test_every_error_class_has_one_exit_code_and_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    error: BaseException,
+    code: int,
+    line: str,
+) -> None:
+    def fail(_args: object) -> int:
+        raise error
+
+    monkeypatch.setitem(cli.COMMANDS, "stats", (*cli.COMMANDS["stats"][:2], fail))
+    assert cli.main(["--db", str(tmp_path / "s.db"), "stats"]) == code
+    assert capsys.readouterr().err == line + "\n"
+
+
+def test_an_error_outside_the_table_is_a_bug_and_propagates() -> None:
+    with pytest.raises(KeyError, match="RuntimeError"):
+        cli.exit_code(RuntimeError("bug"))
