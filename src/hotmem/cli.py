@@ -85,7 +85,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def read_jsonl_memories(path: str) -> list[dict]:
+def read_jsonl_memories(path: str) -> list[dict[str, object]]:
     """Read and validate a JSONL file of memories; raise UserInputError listing every problem."""
     label = "<stdin>" if path == "-" else path
     try:
@@ -137,17 +137,13 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     with _open(args) as store:
-        payload = {
-            "path": store.path,
-            "memories": store.count(),
-            "identifiers": store.identifiers(),
-        }
+        path, memories, identifiers = store.path, store.count(), store.identifiers()
     if args.json:
-        _print_json(payload)
+        _print_json({"path": path, "memories": memories, "identifiers": identifiers})
         return EXIT_OK
-    print(f"store: {payload['path']}")
-    print(f"memories: {payload['memories']}")
-    for identifier, count in payload["identifiers"].items():
+    print(f"store: {path}")
+    print(f"memories: {memories}")
+    for identifier, count in identifiers.items():
         print(f"  {identifier}: {count}")
     return EXIT_OK
 

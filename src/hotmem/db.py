@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hotmem import schema
 from hotmem.embed import embed_bytes
@@ -38,7 +38,7 @@ _INSERT_MEMORY = (
 )
 
 
-def _row_to_memory(row: tuple) -> Memory:
+def _row_to_memory(row: tuple[Any, ...]) -> Memory:
     return Memory(
         memory_id=row[0],
         identifier=row[1],
@@ -49,7 +49,7 @@ def _row_to_memory(row: tuple) -> Memory:
     )
 
 
-def _memory_row(memory: Memory) -> tuple:
+def _memory_row(memory: Memory) -> tuple[str, str, str, float, str, str, bytes]:
     return (
         memory.memory_id,
         memory.identifier,
@@ -287,10 +287,12 @@ class MemoryStore:
     def count(self, identifier: str | None = None) -> int:
         """Number of memories, in one identifier or in the whole store."""
         if identifier is None:
-            return self._connection.execute("SELECT count(*) FROM memories").fetchone()[0]
-        return self._connection.execute(
-            "SELECT count(*) FROM memories WHERE identifier = ?", (identifier,)
-        ).fetchone()[0]
+            return int(self._connection.execute("SELECT count(*) FROM memories").fetchone()[0])
+        return int(
+            self._connection.execute(
+                "SELECT count(*) FROM memories WHERE identifier = ?", (identifier,)
+            ).fetchone()[0]
+        )
 
     def __len__(self) -> int:
         return self.count()

@@ -233,7 +233,9 @@ def search_memories(
     return _materialise(store, winners)
 
 
-def _materialise(store: MemoryStore, top: list) -> list[SearchResult]:
+def _materialise(
+    store: MemoryStore, top: list[tuple[float, int, ScoreComponents]]
+) -> list[SearchResult]:
     if not top:
         return []
     rowids = [rowid for _, rowid, _ in top]

@@ -31,10 +31,12 @@ class LoadedMember:
     problems: tuple[SnapshotProblem, ...] = ()
 
 
-def _field_diff(names: tuple[str, ...], expected: tuple, found: tuple) -> tuple[str, str]:
+def _field_diff(
+    names: tuple[str, ...], expected: tuple[object, ...], found: tuple[object, ...]
+) -> tuple[str, str]:
     pairs = [(n, e, f) for n, e, f in zip(names, expected, found, strict=True) if e != f]
-    expected = ", ".join(f"{n}={e!r}" for n, e, _ in pairs)
-    return expected, ", ".join(f"{n}={f!r}" for n, _, f in pairs)
+    wanted = ", ".join(f"{n}={e!r}" for n, e, _ in pairs)
+    return wanted, ", ".join(f"{n}={f!r}" for n, _, f in pairs)
 
 
 def _read_at(file: BinaryIO, offset: int, size: int) -> bytes:
@@ -187,13 +189,14 @@ def load_member(file: BinaryIO, entry: CentralEntry, limit: int) -> LoadedMember
         expected, found = f"{entry.compressed_size} bytes of data", f"{len(raw)} (truncated)"
         problem = SnapshotProblem(entry.name, "container", expected, found)
         return LoadedMember(None, None, (problem,))
-    data: bytes | None = raw
+    data = raw
     if entry.method == fmt.DEFLATED:
-        data, problem = _inflate(raw, entry.size, entry.name)
-        if data is None:
-            return LoadedMember(None, None, (problem,) if problem else ())
+        inflated, failure = _inflate(raw, entry.size, entry.name)
+        if inflated is None:
+            return LoadedMember(None, None, (failure,) if failure else ())
+        data = inflated
     crc = zlib.crc32(data)
-    problems = ()
+    problems: tuple[SnapshotProblem, ...] = ()
     if crc != entry.crc32:
         problems = (SnapshotProblem(entry.name, "crc32", f"{entry.crc32:08x}", f"{crc:08x}"),)
     return LoadedMember(data, hashlib.sha256(data).hexdigest(), problems)

@@ -19,6 +19,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
+from typing import Any
 
 from hotmem import db, schema
 from hotmem.embed import VECTOR_BYTES
@@ -67,7 +68,7 @@ def _memories_in(target: Path) -> int:
             raise HydrationError(f"target {problem}")
         if connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
             return 0
-        return connection.execute("SELECT count(*) FROM memories").fetchone()[0]
+        return int(connection.execute("SELECT count(*) FROM memories").fetchone()[0])
     except sqlite3.DatabaseError as exc:
         raise HydrationError(f"target {str(target)!r} is not a HotMem store: {exc}") from None
     finally:
@@ -121,7 +122,7 @@ _TAGS_CACHE_LIMIT = 1 << 16
 _VECTOR = struct.Struct(f"{VECTOR_BYTES}s")
 
 
-def _rows(chunk: Chunk) -> Iterator[tuple]:
+def _rows(chunk: Chunk) -> Iterator[tuple[Any, ...]]:
     """The chunk's rows for ``_INSERT``, built column-wise by C-level ``map`` and ``zip``."""
     if len(_TAGS_TEXT) > _TAGS_CACHE_LIMIT:
         _TAGS_TEXT.clear()

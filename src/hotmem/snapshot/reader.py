@@ -31,7 +31,7 @@ from hotmem.snapshot import format as fmt
 from hotmem.snapshot.container import load_member, read_directory
 from hotmem.snapshot.format import CentralEntry, SnapshotProblem
 from hotmem.snapshot.manifest import Manifest, MemberMeta, check_manifest, content_digest
-from hotmem.snapshot.records import decode_records, reject_constant
+from hotmem.snapshot.records import Column, decode_records, reject_constant
 
 __all__ = ["Chunk", "PackageReader", "VerificationReport"]
 
@@ -86,11 +86,11 @@ class Chunk:
     """
 
     name: str
-    columns: list[tuple]
+    columns: list[Column]
     vectors: bytes
 
 
-def _floats(vectors: bytes) -> array:
+def _floats(vectors: bytes) -> array[float]:
     values = array("f")
     values.frombytes(vectors)
     if sys.byteorder == "big":

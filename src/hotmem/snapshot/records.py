@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from itertools import chain, islice
 from operator import itemgetter, lt
+from typing import Any
 
 from hotmem.fields import (
     MAX_ID_LENGTH,
@@ -33,6 +34,7 @@ from hotmem.fields import (
 __all__ = [
     "RECORD_FIELDS",
     "ChunkRecords",
+    "Column",
     "LineProblem",
     "decode_records",
     "field_problem",
@@ -48,7 +50,7 @@ _FIELD_GETTERS = tuple(
 )
 
 
-def _columns(records: list[dict]) -> list[tuple]:
+def _columns(records: list[dict[str, Any]]) -> list[Column]:
     """The six columns of ``records``, one C-level pass a field (a transposing ``zip(*rows)``
     over 10,000 rows costs twice as much). Raises KeyError for a missing field."""
     return [tuple(map(getter, records)) for getter in _FIELD_GETTERS]
@@ -61,6 +63,8 @@ _LINE_NOT_AN_OBJECT = re.compile("\n[^{]")
 
 # (line number, check, expected, found)
 LineProblem = tuple[int, str, str, str]
+#: One field's values down a chunk, in line order: JSON values until the chunk is validated.
+Column = tuple[Any, ...]
 
 # -- encoding ------------------------------------------------------------------------------------
 _quote = json.encoder.encode_basestring  # json.dumps' own C string encoder (no ASCII escaping)
@@ -79,7 +83,7 @@ def _compact_tags(stored: str) -> str:
     return compact
 
 
-def record_line(row: Sequence) -> str:
+def record_line(row: Sequence[Any]) -> str:
     """One record line (without its newline) from a ``memories`` row.
 
     ``row`` starts with ``(memory_id, identifier, fact, importance, tags, created_at)`` as the
@@ -139,7 +143,7 @@ def _record_problem(record: object) -> tuple[str, str] | None:
 
 
 # -- fast whole-chunk check ----------------------------------------------------------------------
-def _texts_ok(column: Sequence[object], max_length: int | None, *, nul: bool = False) -> bool:
+def _texts_ok(column: Sequence[Any], max_length: int | None, *, nul: bool = False) -> bool:
     if set(map(type, column)) != {str} or not all(map(str.strip, column)):
         return False
     if max_length is not None and max(map(len, column)) > max_length:
@@ -154,7 +158,7 @@ def _texts_ok(column: Sequence[object], max_length: int | None, *, nul: bool = F
     return True
 
 
-def _timestamps_ok(stamps: set[object]) -> bool:
+def _timestamps_ok(stamps: set[Any]) -> bool:
     """Every distinct ``created_at`` is canonical UTC text, checked in C-level passes.
 
     With its digits mapped to 9, every line must be one of the two canonical shapes: the
@@ -182,7 +186,7 @@ def _timestamps_ok(stamps: set[object]) -> bool:
     return True
 
 
-def _columns_ok(columns: list[tuple]) -> bool:
+def _columns_ok(columns: list[Column]) -> bool:
     memory_ids, identifiers, facts, importances, tags, created = columns
     if not (
         _texts_ok(memory_ids, MAX_ID_LENGTH)
@@ -210,7 +214,7 @@ def reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _fast_decode(data: bytes) -> list[tuple] | None:
+def _fast_decode(data: bytes) -> list[Column] | None:
     """The six columns of the records when the whole chunk is certainly valid, else ``None``.
 
     The lines are joined with commas into one JSON array and parsed in one call. Every line
@@ -260,7 +264,7 @@ class ChunkRecords:
     __slots__ = ("columns", "first_id", "last_id", "line_count", "more_problems", "problems")
 
     def __init__(self) -> None:
-        self.columns: list[tuple] = []
+        self.columns: list[Column] = []
         self.line_count = 0
         self.first_id: str | None = None
         self.last_id: str | None = None
