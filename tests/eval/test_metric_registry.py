@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-import polars as pl
+import ast
+import re
+from pathlib import Path
 
-from hotmem_eval.metric_registry import METRICS, METRICS_COLUMNS, metrics_frame
+import polars as pl
+import pytest
+
+import hotmem_eval
+from hotmem_eval.baseline import GATED
+from hotmem_eval.metric_registry import METRICS, METRICS_COLUMNS, STATISTICS, metrics_frame
+from hotmem_eval.report import COLUMNS
 
 
 def test_metrics_frame_is_the_registry_in_order() -> None:
@@ -61,3 +69,41 @@ def test_registry_facts() -> None:
     columns = ["metric", "applies_to", "aggregation", "has_ratio", "label", "in_report", "gated"]
     assert metrics_frame().select(columns).rows() == REGISTRY
     assert pl.Series([m.label for m in METRICS.values()]).n_unique() == len(METRICS)
+
+
+PACKAGE = Path(hotmem_eval.__file__).parent
+_METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]*_at_(1|k)$")
+
+
+def _metric_names_in(path: Path) -> set[str]:
+    return {
+        node.value
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and _METRIC_NAME.match(node.value)
+    }
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in PACKAGE.glob("*.py") if p.name != "metric_registry.py"),
+    ids=lambda p: p.name,
+)
+def test_every_metric_a_module_names_is_registered(path: Path) -> None:
+    # A module reads a metric by its registered name; a renamed metric must not leave one behind.
+    assert _metric_names_in(path) - set(STATISTICS) <= set(METRICS)
+
+
+def test_report_columns_and_baseline_gate_come_from_the_registry() -> None:
+    assert COLUMNS == {
+        "recall_at_1": "R@1",
+        "recall_at_k": "R@{k}",
+        "success_at_k": "S@{k}",
+        "mrr_at_k": "MRR@{k}",
+        "ndcg_at_k": "nDCG@{k}",
+        "negative_fpr_at_k": "neg FPR@{k}",
+        "duplicate_slot_rate_at_k": "dup slots@{k}",
+        "scope_leak_rate_at_k": "scope leak@{k}",
+    }
+    assert GATED == ("recall_at_k", "mrr_at_k")
