@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 
 import hotmem_eval
 from hotmem_eval.baseline import GATED
-from hotmem_eval.metric_registry import METRICS, METRICS_COLUMNS, STATISTICS, metrics_frame
+from hotmem_eval.metric_registry import (
+    METRICS,
+    METRICS_COLUMNS,
+    STATISTICS,
+    Metric,
+    metrics_frame,
+)
+from hotmem_eval.metrics import aggregate_metrics, per_query_metrics
+from hotmem_eval.reference import REFERENCE_METRICS
 from hotmem_eval.report import COLUMNS
+from hotmem_eval.sqlfiles import sql_metrics
+from tests.eval.metric_frames import expected, frames
 
 
 def test_metrics_frame_is_the_registry_in_order() -> None:
@@ -107,3 +119,83 @@ def test_report_columns_and_baseline_gate_come_from_the_registry() -> None:
         "scope_leak_rate_at_k": "scope leak@{k}",
     }
     assert GATED == ("recall_at_k", "mrr_at_k")
+
+
+# -- every engine reports exactly the registry's metrics, in its order --------------------------
+
+# Every applicability present: positive, negative, grade-1-only, near-duplicate, scoped.
+DATA = frames(
+    {
+        "q1": ("exact_lexical", "acme"),
+        "q2": ("near_duplicate_diversity", None),
+        "q3": ("negative_or_no_answer", None),
+        "q4": ("semantic_paraphrase", None),
+    },
+    ranked={"q1": ["b", "x", "a"], "q2": ["a", "b"], "q3": ["x"]},
+    grades={"q1": {"a": 3, "b": 2}, "q4": {"a": 1}},
+    groups={"q2": {"a": "g", "b": "g"}},
+)
+
+
+def _metric_order(frame: pl.DataFrame, block: str) -> list[list[str]]:
+    """The metric column of each block of rows (per query, or per category), in row order."""
+    return [group["metric"].to_list() for group in frame.partition_by(block, maintain_order=True)]
+
+
+@pytest.mark.parametrize("k", [1, 5])
+def test_every_engine_reports_the_registry_metrics_in_order(k: int) -> None:
+    per_query = per_query_metrics(*DATA, k=k)
+    sql_per_query, sql_aggregate = sql_metrics(*DATA, k=k)
+    reference_per_query, reference_aggregate = expected(DATA, k=k)
+    engines = {
+        "polars": (per_query, aggregate_metrics(per_query)),
+        "sql": (sql_per_query, sql_aggregate),
+        "reference": (reference_per_query, reference_aggregate),
+    }
+    registry = list(METRICS)
+    for engine, (by_query, by_category) in engines.items():
+        assert by_query["metric"].unique(maintain_order=True).to_list() == registry, engine
+        assert (
+            _metric_order(by_query.sort("query_id", maintain_order=True), "query_id")
+            == [registry] * DATA.queries.height
+        ), engine
+        assert _metric_order(by_category, "category") == [registry] * 5, engine
+
+
+def test_reference_definitions_follow_the_registry() -> None:
+    assert list(REFERENCE_METRICS) == list(METRICS)
+    pooled = {name for name, definition in REFERENCE_METRICS.items() if definition.pooled}
+    assert pooled == {name for name, m in METRICS.items() if m.aggregation == "pooled"}
+
+
+def _renamed(name: str) -> Metric:
+    return dataclasses.replace(METRICS["mrr_at_k"], name=name)
+
+
+# (id, an altered registry, error pattern): the SQL computes exactly the registry's metrics.
+ALTERED_REGISTRIES = [
+    (
+        "metric_removed",
+        {name: m for name, m in METRICS.items() if name != "ndcg_at_k"},
+        "found metric='ndcg_at_k' missing from it",
+    ),
+    ("metric_added", {**METRICS, "map_at_k": _renamed("map_at_k")}, "none for metric='map_at_k'"),
+    (
+        "metric_renamed",
+        {name: _renamed("rr_at_k") if name == "mrr_at_k" else m for name, m in METRICS.items()},
+        # Either side may be found first: mrr_at_k has no entry, rr_at_k no formula.
+        "found (metric='mrr_at_k' missing from it|none for metric='rr_at_k')",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("registry", "message"),
+    [case[1:] for case in ALTERED_REGISTRIES],
+    ids=[case[0] for case in ALTERED_REGISTRIES],
+)
+def test_sql_refuses_a_registry_it_does_not_compute(
+    registry: dict[str, Metric], message: str
+) -> None:
+    with pytest.raises(duckdb.Error, match=message):
+        sql_metrics(*DATA, k=5, metrics=metrics_frame(registry))
