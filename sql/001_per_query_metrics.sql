@@ -110,28 +110,6 @@ statistics AS (
     LEFT JOIN slot_counts ON slot_counts.query_id = queries.query_id
 ),
 
--- Every (query, metric) of the registry, and whether the metric applies to the query.
-query_metrics AS (
-    SELECT
-        statistics.query_id,
-        statistics.category,
-        metrics.metric,
-        metrics.metric_order,
-        CASE metrics.applies_to
-            WHEN 'positive' THEN statistics.relevant_total > 0
-            WHEN 'negative' THEN statistics.graded_total = 0
-            WHEN 'near_duplicate' THEN statistics.category = 'near_duplicate_diversity'
-            WHEN 'scoped' THEN statistics.identifier IS NOT NULL
-            ELSE error(
-                'per_query_metrics: expected applies_to positive, negative, near_duplicate or scoped, '
-                || 'found applies_to=' || coalesce('''' || metrics.applies_to || '''', 'NULL')
-                || ' for metric=''' || metrics.metric || ''''
-            )
-        END AS applicable
-    FROM statistics
-    CROSS JOIN metrics
-),
-
 -- One block per metric: its name and its formula over the statistics.
 formulas AS (
     SELECT
@@ -195,30 +173,42 @@ formulas AS (
     FROM statistics
 ),
 
--- A full join, so that a name on one side only stops the query instead of dropping rows.
+-- Each formula row with its registry entry. A full join on the metric alone, so that a name on
+-- one side only stops the query instead of dropping rows.
 metric_rows AS (
     SELECT
-        query_metrics.query_id,
-        query_metrics.category,
-        query_metrics.metric,
-        query_metrics.metric_order,
+        formulas.query_id,
+        statistics.category,
+        formulas.metric,
+        metrics.metric_order,
         CASE
-            WHEN query_metrics.metric IS NULL THEN error(
+            -- With no queries no formula row exists: the registry's rows give no row.
+            WHEN formulas.metric IS NULL THEN CASE
+                WHEN EXISTS (SELECT 1 FROM queries) THEN error(
+                    'per_query_metrics: expected a formula for every metric of the input metrics, '
+                    || 'found none for metric=''' || metrics.metric || ''''
+                )
+            END
+            WHEN metrics.metric IS NULL THEN error(
                 'per_query_metrics: expected every metric computed here in the input metrics, '
                 || 'found metric=''' || formulas.metric || ''' missing from it'
             )
-            WHEN formulas.metric IS NULL THEN error(
-                'per_query_metrics: expected a formula for every metric of the input metrics, '
-                || 'found none for metric=''' || query_metrics.metric || ''''
+            WHEN metrics.applies_to = 'positive' THEN statistics.relevant_total > 0
+            WHEN metrics.applies_to = 'negative' THEN statistics.graded_total = 0
+            WHEN metrics.applies_to = 'near_duplicate' THEN statistics.category = 'near_duplicate_diversity'
+            WHEN metrics.applies_to = 'scoped' THEN statistics.identifier IS NOT NULL
+            ELSE error(
+                'per_query_metrics: expected applies_to positive, negative, near_duplicate or scoped, '
+                || 'found applies_to=' || coalesce('''' || metrics.applies_to || '''', 'NULL')
+                || ' for metric=''' || metrics.metric || ''''
             )
-            ELSE query_metrics.applicable
         END AS applicable,
         formulas.value,
         formulas.numerator,
         formulas.denominator
-    FROM query_metrics
-    FULL JOIN formulas
-        ON formulas.query_id = query_metrics.query_id AND formulas.metric = query_metrics.metric
+    FROM formulas
+    FULL JOIN metrics ON metrics.metric = formulas.metric
+    LEFT JOIN statistics ON statistics.query_id = formulas.query_id
 )
 
 SELECT
@@ -230,4 +220,6 @@ SELECT
     CAST(CASE WHEN applicable THEN denominator END AS BIGINT) AS denominator,
     applicable
 FROM metric_rows
+-- Only a registry row unmatched for want of any query has a null applicable.
+WHERE applicable IS NOT NULL
 ORDER BY metric_order, query_id

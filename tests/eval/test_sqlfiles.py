@@ -239,12 +239,12 @@ BAD_METRICS_CASES = [
     (
         "unknown_applies_to",
         _REGISTRY.with_columns(applies_to=pl.lit("everyone")),
-        "found applies_to='everyone' for metric='recall_at_1'",
+        "found applies_to='everyone' for metric='",
     ),
     (
         "unknown_aggregation",
         _REGISTRY.with_columns(aggregation=pl.lit("median")),
-        "found aggregation='median' for metric='recall_at_1'",
+        "found aggregation='median' for metric='",
     ),
 ]
 
@@ -267,3 +267,10 @@ def test_category_sql_refuses_a_per_query_metric_not_in_metrics() -> None:
         bind_inputs(con, metrics=metrics_frame(), per_query_metrics=per_query)
         with pytest.raises(duckdb.Error, match="found metric='map_at_k'"):
             run_sql("category_metrics", con)
+
+
+def test_sql_of_no_queries_gives_no_rows_and_an_empty_overall() -> None:
+    per_query, aggregate = sql_metrics(*frames({}), k=5)
+    assert_frame_equal(per_query, per_query_metrics(*frames({})))
+    assert aggregate["metric"].to_list() == list(METRICS)
+    assert aggregate["query_count"].to_list() == [0] * len(METRICS)
