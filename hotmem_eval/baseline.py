@@ -4,7 +4,8 @@ Normalising keeps only what a code change can move: configuration that shapes ra
 fixture counts, every metric, each query's ordered ids, grades and scores, the miss reasons,
 the transfer outcome and the recommendation. Timestamps, timings, paths, the HotMem version,
 the git commit and the package size are dropped; floats are rounded to ``DIGITS`` places; keys
-are sorted. Only ``--update-baseline`` rewrites the file.
+are sorted. Only ``--update-baseline`` rewrites the file. The directional check gates the
+metrics the registry marks ``gated`` (``GATED``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hotmem_eval.errors import EvalError
+from hotmem_eval.metric_registry import METRICS
 
 __all__ = [
     "DIGITS",
@@ -28,7 +30,8 @@ __all__ = [
 ]
 
 DIGITS = 9
-GATED = ("recall_at_k", "mrr_at_k")
+#: The metrics the directional check forbids to fall, in registry order.
+GATED = tuple(name for name, metric in METRICS.items() if metric.gated)
 
 
 def _round(value: Any) -> Any:
@@ -206,7 +209,7 @@ def render_diff(diff: BaselineDiff, *, limit: int = 60) -> str:
     for improvement in diff.improvements:
         lines.append(f"better {improvement}")
     if not diff.regressions and not diff.improvements:
-        lines.append("No gated metric (recall_at_k, mrr_at_k) moved in any category.")
+        lines.append(f"No gated metric ({', '.join(GATED)}) moved in any category.")
     lines.append("")
     lines.append("If the change is intended, regenerate with --update-baseline and explain it.")
     return "\n".join(lines)

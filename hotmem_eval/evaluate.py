@@ -17,11 +17,16 @@ from hotmem_eval.decision import Evidence, Recommendation, recommend
 from hotmem_eval.fixture_schema import DUPLICATE_CATEGORY
 from hotmem_eval.fixtures import Fixture
 from hotmem_eval.ingest import open_fixture_store
+from hotmem_eval.metric_registry import METRICS
 from hotmem_eval.metrics import aggregate_metrics, per_query_metrics
 from hotmem_eval.runner import run_queries
 from hotmem_eval.transfer import TransferOutcome, run_transfer
 
 __all__ = ["EvalRun", "evaluate", "evidence_from"]
+
+# The registered metrics the decision rules read (a KeyError on import if one is renamed).
+_RECALL = METRICS["recall_at_k"].name
+_DUPLICATE_SLOTS = METRICS["duplicate_slot_rate_at_k"].name
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +49,9 @@ class EvalRun:
 
 def evidence_from(aggregate: pl.DataFrame, transfer: TransferOutcome, *, top_k: int) -> Evidence:
     """The numbers the decision rules read, taken from the aggregate metrics."""
-    recall = aggregate.filter(pl.col("metric") == "recall_at_k")
+    recall = aggregate.filter(pl.col("metric") == _RECALL)
     duplicate = aggregate.filter(
-        (pl.col("metric") == "duplicate_slot_rate_at_k")
-        & (pl.col("category") == DUPLICATE_CATEGORY)
+        (pl.col("metric") == _DUPLICATE_SLOTS) & (pl.col("category") == DUPLICATE_CATEGORY)
     )
     numerator = duplicate["numerator"][0] if duplicate.height else None
     denominator = duplicate["denominator"][0] if duplicate.height else None

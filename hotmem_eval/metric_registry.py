@@ -3,9 +3,14 @@
 A metric is a function over the per-query statistics frame built by ``hotmem_eval.metrics``
 (one row a query; columns in ``STATISTICS``). It returns polars expressions for its value and,
 where the value is a ratio of counts, its integer numerator and denominator. Its docstring is the
-formula; the ``@_metric`` decorator records in which queries it applies and how its per-query
-values are aggregated, and adds it to ``METRICS`` in definition order. That order is the metric
-order of every output, of ``sql/001_per_query_metrics.sql`` and of ``docs/metrics.md``.
+formula; the ``@_metric`` decorator records in which queries it applies, how its per-query
+values are aggregated, its report label and whether the baseline gates it, and adds it to
+``METRICS`` in definition order. That order is the metric order of every output and of
+``docs/metrics.md``.
+
+``METRICS`` is the one source of these facts. The SQL files read them as an input relation
+named ``metrics`` (``metrics_frame``): ``sql/001_per_query_metrics.sql`` holds only each
+metric's formula, and takes its order and applicability from there.
 
 "Relevant" means graded ``RELEVANT_GRADE`` (2) or more; "graded" means graded 1 or more.
 """
@@ -13,7 +18,7 @@ order of every output, of ``sql/001_per_query_metrics.sql`` and of ``docs/metric
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -24,12 +29,14 @@ from hotmem_eval.fixture_schema import DUPLICATE_CATEGORY, RELEVANT_GRADE
 __all__ = [
     "APPLICABILITY",
     "METRICS",
+    "METRICS_COLUMNS",
     "OVERALL",
     "STATISTICS",
     "Aggregation",
     "Applicability",
     "Metric",
     "MetricExprs",
+    "metrics_frame",
 ]
 
 #: Which queries a metric is defined on.
@@ -101,6 +108,9 @@ class Metric:
         aggregation: how a category's value is made from per-query values.
         has_ratio: whether the metric carries an integer numerator and denominator.
         exprs: builds the polars expressions over the statistics frame.
+        label: the short report header; ``{k}`` stands for the run's top-k.
+        in_report: whether the report's metrics table shows it.
+        gated: whether the baseline's directional check forbids it to fall.
     """
 
     name: str
@@ -110,13 +120,21 @@ class Metric:
     aggregation: Aggregation
     has_ratio: bool
     exprs: Callable[[], MetricExprs]
+    label: str
+    in_report: bool
+    gated: bool
 
 
 METRICS: Final[dict[str, Metric]] = {}
 
 
 def _metric(
-    *, applies_to: Applicability, aggregation: Aggregation = "macro"
+    *,
+    applies_to: Applicability,
+    label: str,
+    aggregation: Aggregation = "macro",
+    in_report: bool = True,
+    gated: bool = False,
 ) -> Callable[[Callable[[], MetricExprs]], Callable[[], MetricExprs]]:
     def register(build: Callable[[], MetricExprs]) -> Callable[[], MetricExprs]:
         summary, _, formula = inspect.cleandoc(build.__doc__ or "").partition("\n")
@@ -128,6 +146,9 @@ def _metric(
             aggregation=aggregation,
             has_ratio=build().numerator is not None,
             exprs=build,
+            label=label,
+            in_report=in_report,
+            gated=gated,
         )
         return build
 
@@ -150,7 +171,7 @@ def _indicator(condition: pl.Expr) -> MetricExprs:
     return MetricExprs(value=hit.cast(pl.Float64), numerator=hit, denominator=pl.lit(1, pl.Int64))
 
 
-@_metric(applies_to="positive")
+@_metric(applies_to="positive", label="R@1")
 def recall_at_1() -> MetricExprs:
     """Share of the query's relevant memories found at rank 1.
 
@@ -159,7 +180,7 @@ def recall_at_1() -> MetricExprs:
     return _fraction(_count("relevant_at_1"), _count("relevant_total"))
 
 
-@_metric(applies_to="positive")
+@_metric(applies_to="positive", label="R@{k}", gated=True)
 def recall_at_k() -> MetricExprs:
     """Share of the query's relevant memories found in the top k (trec_eval ``recall``).
 
@@ -168,7 +189,7 @@ def recall_at_k() -> MetricExprs:
     return _fraction(_count("relevant_at_k"), _count("relevant_total"))
 
 
-@_metric(applies_to="positive")
+@_metric(applies_to="positive", label="S@1", in_report=False)
 def success_at_1() -> MetricExprs:
     """Whether a relevant memory is at rank 1.
 
@@ -177,7 +198,7 @@ def success_at_1() -> MetricExprs:
     return _indicator(pl.col("relevant_at_1") > 0)
 
 
-@_metric(applies_to="positive")
+@_metric(applies_to="positive", label="S@{k}")
 def success_at_k() -> MetricExprs:
     """Whether any relevant memory is in the top k.
 
@@ -186,7 +207,7 @@ def success_at_k() -> MetricExprs:
     return _indicator(pl.col("relevant_at_k") > 0)
 
 
-@_metric(applies_to="positive")
+@_metric(applies_to="positive", label="MRR@{k}", gated=True)
 def mrr_at_k() -> MetricExprs:
     """Reciprocal rank of the first relevant memory within the top k.
 
@@ -196,7 +217,7 @@ def mrr_at_k() -> MetricExprs:
     return MetricExprs(value=pl.when(rank.is_not_null()).then(1.0 / rank).otherwise(0.0))
 
 
-@_metric(applies_to="positive")
+@_metric(applies_to="positive", label="nDCG@{k}")
 def ndcg_at_k() -> MetricExprs:
     """Normalised discounted cumulative gain at k, linear gain (trec_eval ``ndcg_cut``).
 
@@ -208,7 +229,7 @@ def ndcg_at_k() -> MetricExprs:
     return MetricExprs(value=pl.when(ideal > 0).then(pl.col("dcg") / ideal).otherwise(0.0))
 
 
-@_metric(applies_to="negative")
+@_metric(applies_to="negative", label="neg FPR@{k}")
 def negative_fpr_at_k() -> MetricExprs:
     """Whether a query with no answer returned anything in the top k (false positive).
 
@@ -217,7 +238,7 @@ def negative_fpr_at_k() -> MetricExprs:
     return _indicator(pl.col("filled_slots") > 0)
 
 
-@_metric(applies_to="negative")
+@_metric(applies_to="negative", label="neg returned@{k}", in_report=False)
 def negative_returned_at_k() -> MetricExprs:
     """Number of memories a query with no answer returned in the top k.
 
@@ -229,7 +250,7 @@ def negative_returned_at_k() -> MetricExprs:
     )
 
 
-@_metric(applies_to="near_duplicate", aggregation="pooled")
+@_metric(applies_to="near_duplicate", aggregation="pooled", label="dup slots@{k}")
 def duplicate_slot_rate_at_k() -> MetricExprs:
     """Share of filled top-k slots spent on a near-duplicate of an earlier slot.
 
@@ -239,7 +260,7 @@ def duplicate_slot_rate_at_k() -> MetricExprs:
     return _fraction(_count("duplicate_slots"), _count("filled_slots"))
 
 
-@_metric(applies_to="scoped", aggregation="pooled")
+@_metric(applies_to="scoped", aggregation="pooled", label="scope leak@{k}")
 def scope_leak_rate_at_k() -> MetricExprs:
     """Share of filled top-k slots holding a memory from outside the query's scope.
 
@@ -247,3 +268,44 @@ def scope_leak_rate_at_k() -> MetricExprs:
              null when no slot is filled
     """
     return _fraction(_count("leaked_slots"), _count("filled_slots"))
+
+
+#: The columns of ``metrics_frame``: the relation the SQL files read as ``metrics``.
+METRICS_COLUMNS: Final[dict[str, pl.DataType]] = {
+    "metric": pl.String(),
+    "metric_order": pl.Int64(),
+    "description": pl.String(),
+    "formula": pl.String(),
+    "applies_to": pl.String(),
+    "aggregation": pl.String(),
+    "has_ratio": pl.Boolean(),
+    "label": pl.String(),
+    "in_report": pl.Boolean(),
+    "gated": pl.Boolean(),
+}
+
+
+def metrics_frame(metrics: Mapping[str, Metric] = METRICS) -> pl.DataFrame:
+    """The registry as a relation, one row a metric in registry order (``METRICS_COLUMNS``).
+
+    ``metric_order`` counts from 1. ``.to_arrow()`` gives it as an Arrow table.
+
+    Args:
+        metrics: the registry to tabulate; tests pass an altered one.
+    """
+    rows = [
+        {
+            "metric": metric.name,
+            "metric_order": order,
+            "description": metric.description,
+            "formula": metric.formula,
+            "applies_to": metric.applies_to,
+            "aggregation": metric.aggregation,
+            "has_ratio": metric.has_ratio,
+            "label": metric.label,
+            "in_report": metric.in_report,
+            "gated": metric.gated,
+        }
+        for order, metric in enumerate(metrics.values(), start=1)
+    ]
+    return pl.DataFrame(rows, schema=METRICS_COLUMNS)

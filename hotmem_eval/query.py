@@ -1,9 +1,10 @@
 """``hotmem-eval query``: ad-hoc SQL over the Parquet exports of one or more runs.
 
 Each export table becomes a DuckDB view of the same name, with a ``run`` column (the export
-directory's name) so several runs can be compared in one query. With exactly one run, every
-versioned SQL file is also a view, ``sql_<name>`` (for example ``sql_category_metrics``),
-computed over that run's tables with its top-k.
+directory's name) so several runs can be compared in one query. The metric registry is the
+table ``metrics`` (the SQL files' input of that name). With exactly one run, every versioned SQL
+file is also a view, ``sql_<name>`` (for example ``sql_category_metrics``), computed over that
+run's tables with its top-k.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, Literal
 import duckdb
 
 from hotmem_eval.errors import EvalError
+from hotmem_eval.metric_registry import metrics_frame
 from hotmem_eval.outputs import EXPORT_TABLES, MANIFEST
 from hotmem_eval.sqlfiles import sql_files
 
@@ -69,6 +71,10 @@ def open_runs(directories: Sequence[Path]) -> duckdb.DuckDBPyConnection:
                 raise EvalError(f"{directory}: missing {path.name} (expected every export table)")
             parts.append(f"SELECT {_quote(name)} AS run, * FROM read_parquet({_quote(str(path))})")
         con.execute(f"CREATE VIEW {table} AS " + " UNION ALL BY NAME ".join(parts))
+    # A table copied from the registry, so the connection does not hold a Python object.
+    con.register("metric_registry", metrics_frame())
+    con.execute("CREATE TABLE metrics AS FROM metric_registry")
+    con.unregister("metric_registry")
     if len(directories) == 1:
         con.execute("SET VARIABLE k = ?", [int(manifests[0]["top_k"])])
         for name, file in sql_files().items():

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["REFERENCE_METRICS", "aggregate_metrics", "per_query_metrics"]
+__all__ = ["REFERENCE_METRICS", "Definition", "aggregate_metrics", "per_query_metrics"]
 
 Row = Mapping[str, Any]
 
@@ -133,18 +133,30 @@ def _scope_leak_rate(query: Query, k: int) -> Value:
     return _rate(leaks, len(query.slots))
 
 
-#: Name -> function(query, k), in the same order as ``metric_registry.METRICS``.
-REFERENCE_METRICS: dict[str, Callable[[Query, int], Value]] = {
-    "recall_at_1": _recall(1),
-    "recall_at_k": _recall(None),
-    "success_at_1": _success(1),
-    "success_at_k": _success(None),
-    "mrr_at_k": _mrr,
-    "ndcg_at_k": _ndcg,
-    "negative_fpr_at_k": _negative_fpr,
-    "negative_returned_at_k": _negative_returned,
-    "duplicate_slot_rate_at_k": _duplicate_slot_rate,
-    "scope_leak_rate_at_k": _scope_leak_rate,
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """A metric: its per-query function, and whether a category pools it.
+
+    ``pooled``: a category's value is sum(numerator) / sum(denominator), each slot weighing the
+    same (the slot rates); otherwise it is the mean of the per-query values.
+    """
+
+    compute: Callable[[Query, int], Value]
+    pooled: bool = False
+
+
+#: Name -> definition, in the same order as ``metric_registry.METRICS`` (a test checks it).
+REFERENCE_METRICS: dict[str, Definition] = {
+    "recall_at_1": Definition(_recall(1)),
+    "recall_at_k": Definition(_recall(None)),
+    "success_at_1": Definition(_success(1)),
+    "success_at_k": Definition(_success(None)),
+    "mrr_at_k": Definition(_mrr),
+    "ndcg_at_k": Definition(_ndcg),
+    "negative_fpr_at_k": Definition(_negative_fpr),
+    "negative_returned_at_k": Definition(_negative_returned),
+    "duplicate_slot_rate_at_k": Definition(_duplicate_slot_rate, pooled=True),
+    "scope_leak_rate_at_k": Definition(_scope_leak_rate, pooled=True),
 }
 
 
@@ -191,7 +203,7 @@ def per_query_metrics(
     for name, metric in REFERENCE_METRICS.items():
         for query_id in sorted(by_id):
             query = by_id[query_id]
-            result = metric(query, k)
+            result = metric.compute(query, k)
             rows.append(
                 {
                     "query_id": query_id,
@@ -206,12 +218,12 @@ def per_query_metrics(
     return rows
 
 
-_POOLED = {"duplicate_slot_rate_at_k", "scope_leak_rate_at_k"}
-_NO_RATIO = {"mrr_at_k", "ndcg_at_k"}
-
-
 def aggregate_metrics(per_query: Iterable[Row]) -> list[dict[str, Any]]:
-    """One dict per (category, metric): "overall" first, then categories sorted."""
+    """One dict per (category, metric): "overall" first, then categories sorted.
+
+    A metric's numerator and denominator are summed where its per-query rows carry them (a
+    ratio of counts); they stay None for the others (reciprocal rank, nDCG).
+    """
     applicable: dict[tuple[str, str], list[Row]] = defaultdict(list)
     categories: set[str] = set()
     for row in per_query:
@@ -221,13 +233,13 @@ def aggregate_metrics(per_query: Iterable[Row]) -> list[dict[str, Any]]:
             applicable[(OVERALL, row["metric"])].append(row)
     out = []
     for category in [OVERALL, *sorted(categories)]:
-        for metric in REFERENCE_METRICS:
+        for metric, definition in REFERENCE_METRICS.items():
             rows = applicable[(category, metric)]
             value = numerator = denominator = None
-            if rows and metric not in _NO_RATIO:
+            if rows and all(row["numerator"] is not None for row in rows):
                 numerator = sum(row["numerator"] for row in rows)
                 denominator = sum(row["denominator"] for row in rows)
-            if rows and metric in _POOLED:
+            if rows and definition.pooled:
                 value = numerator / denominator if denominator else None
             elif rows:
                 value = sum(row["value"] for row in rows) / len(rows)

@@ -10,20 +10,12 @@ from typing import Any
 
 from hotmem_eval.attribution import REASONS
 from hotmem_eval.fixture_schema import CATEGORIES
+from hotmem_eval.metric_registry import METRICS
 
 __all__ = ["NOT_PROVEN", "render_markdown"]
 
-#: Report columns: metric -> header. ``k`` is substituted.
-COLUMNS = {
-    "recall_at_1": "R@1",
-    "recall_at_k": "R@{k}",
-    "success_at_k": "S@{k}",
-    "mrr_at_k": "MRR@{k}",
-    "ndcg_at_k": "nDCG@{k}",
-    "negative_fpr_at_k": "neg FPR@{k}",
-    "duplicate_slot_rate_at_k": "dup slots@{k}",
-    "scope_leak_rate_at_k": "scope leak@{k}",
-}
+#: Report columns, from the registry: metric -> header (its label). ``k`` is substituted.
+COLUMNS = {name: metric.label for name, metric in METRICS.items() if metric.in_report}
 
 NOT_PROVEN = (
     "That HotMem retrieves well on *your* data: the fixture is small and synthetic, written "

@@ -11,9 +11,11 @@ Each ``sql/NNN_name.sql`` holds one query and opens with a header comment::
 place: a change bumps its ``version``, and a result records the version that produced it.
 
 Reading a file (``sql_file``) is apart from running it (``run_sql``); inputs are bound as views
-over Arrow data or Parquet files (``bind_inputs``). The top-k reaches the SQL as a DuckDB
-variable, ``getvariable('k')``, set with a bound parameter (``SET VARIABLE k = ?``), so the
-same text runs unchanged in the DuckDB CLI after ``SET VARIABLE k = 5;``.
+over Arrow data or Parquet files (``bind_inputs``). The metric registry is an input too, the
+relation ``metrics`` (``metric_registry.metrics_frame``), so the SQL restates no metric's name,
+order, applicability or aggregation. The top-k reaches the SQL as a DuckDB variable,
+``getvariable('k')``, set with a bound parameter (``SET VARIABLE k = ?``), so the same text runs
+unchanged in the DuckDB CLI after ``SET VARIABLE k = 5;``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import polars as pl
 import pyarrow as pa
 
 from hotmem_eval.errors import EvalError
+from hotmem_eval.metric_registry import metrics_frame
 
 __all__ = [
     "HEADER_KEYS",
@@ -186,14 +189,29 @@ def sql_metrics(
     groups: Source,
     *,
     k: int = 5,
+    metrics: Source | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per-query and per-category metrics computed by the SQL files on a fresh DuckDB.
 
+    Args:
+        metrics: the metric registry relation; ``metrics_frame()`` (the registry) by default.
+
     Returns:
         (per_query, per_category), as ``hotmem_eval.metrics`` returns them.
+
+    Raises:
+        duckdb.Error: ``metrics`` lists a metric the SQL has no formula for, or misses one it
+            has, or gives an unknown ``applies_to`` or ``aggregation``.
     """
     with duckdb.connect() as con:
-        bind_inputs(con, results=results, qrels=qrels, queries=queries, groups=groups)
+        bind_inputs(
+            con,
+            metrics=metrics_frame() if metrics is None else metrics,
+            results=results,
+            qrels=qrels,
+            queries=queries,
+            groups=groups,
+        )
         per_query = run_sql("per_query_metrics", con, k=k)
         bind_inputs(con, per_query_metrics=per_query)
         return per_query, run_sql("category_metrics", con, k=k)

@@ -1,9 +1,13 @@
 -- name: per_query_metrics
--- version: 2
--- inputs: results(query_id, rank, memory_id, identifier), qrels(query_id, memory_id, grade), queries(query_id, category, identifier), groups(query_id, memory_id, group_id); variable k, set first with SET VARIABLE k = 5
+-- version: 3
+-- inputs: metrics(metric, metric_order, applies_to) (the metric registry, hotmem_eval.metric_registry.metrics_frame()), results(query_id, rank, memory_id, identifier), qrels(query_id, memory_id, grade), queries(query_id, category, identifier), groups(query_id, memory_id, group_id); variable k, set first with SET VARIABLE k = 5
 -- output: one row per (query_id, metric): query_id, category, metric, value, numerator, denominator, applicable; ordered by metric (registry order), then query_id
 --
 -- The SQL twin of hotmem_eval.metrics.per_query_metrics; docs/metrics.md has every formula.
+-- Version 3: reads the metric registry as the input metrics; each metric's order and the queries
+-- it applies to come from there, and a block here holds only a metric's name and formula. A
+-- metric of metrics with no formula here, or a formula for a metric not in metrics, is an error.
+-- Rows and values are those of version 2. Exports record the version in manifest.json.
 -- Version 2: rows ordered by metric, then query_id (version 1: by query_id, then metric).
 -- Relevant means grade >= 2, graded means grade >= 1. Only slots with rank <= k count.
 -- Inputs are assumed valid (the Python engine checks them): keys unique, one slot per rank,
@@ -106,77 +110,105 @@ statistics AS (
     LEFT JOIN slot_counts ON slot_counts.query_id = queries.query_id
 ),
 
--- One block per metric, in registry order (metric_order).
-metric_rows AS (
+-- One block per metric: its name and its formula over the statistics.
+formulas AS (
     SELECT
-        query_id, category, 1 AS metric_order, 'recall_at_1' AS metric,
-        relevant_total > 0 AS applicable,
+        query_id, 'recall_at_1' AS metric,
         relevant_at_1 / nullif(relevant_total, 0) AS value,
         relevant_at_1 AS numerator, relevant_total AS denominator
     FROM statistics
     UNION ALL
     SELECT
-        query_id, category, 2, 'recall_at_k',
-        relevant_total > 0,
+        query_id, 'recall_at_k',
         relevant_at_k / nullif(relevant_total, 0),
         relevant_at_k, relevant_total
     FROM statistics
     UNION ALL
     SELECT
-        query_id, category, 3, 'success_at_1',
-        relevant_total > 0,
+        query_id, 'success_at_1',
         CASE WHEN relevant_at_1 > 0 THEN 1.0 ELSE 0.0 END,
         CASE WHEN relevant_at_1 > 0 THEN 1 ELSE 0 END, 1
     FROM statistics
     UNION ALL
     SELECT
-        query_id, category, 4, 'success_at_k',
-        relevant_total > 0,
+        query_id, 'success_at_k',
         CASE WHEN relevant_at_k > 0 THEN 1.0 ELSE 0.0 END,
         CASE WHEN relevant_at_k > 0 THEN 1 ELSE 0 END, 1
     FROM statistics
     UNION ALL
     SELECT
-        query_id, category, 5, 'mrr_at_k',
-        relevant_total > 0,
+        query_id, 'mrr_at_k',
         coalesce(1 / first_relevant_rank, 0.0),
         NULL, NULL
     FROM statistics
     UNION ALL
     SELECT
-        query_id, category, 6, 'ndcg_at_k',
-        relevant_total > 0,
+        query_id, 'ndcg_at_k',
         CASE WHEN ideal_dcg > 0 THEN dcg / ideal_dcg ELSE 0.0 END,
         NULL, NULL
     FROM statistics
     UNION ALL
     SELECT
-        query_id, category, 7, 'negative_fpr_at_k',
-        graded_total = 0,
+        query_id, 'negative_fpr_at_k',
         CASE WHEN filled_slots > 0 THEN 1.0 ELSE 0.0 END,
         CASE WHEN filled_slots > 0 THEN 1 ELSE 0 END, 1
     FROM statistics
     UNION ALL
     SELECT
-        query_id, category, 8, 'negative_returned_at_k',
-        graded_total = 0,
+        query_id, 'negative_returned_at_k',
         filled_slots,
         filled_slots, 1
     FROM statistics
     UNION ALL
     SELECT
-        query_id, category, 9, 'duplicate_slot_rate_at_k',
-        category = 'near_duplicate_diversity',
+        query_id, 'duplicate_slot_rate_at_k',
         CASE WHEN filled_slots > 0 THEN duplicate_slots / filled_slots END,
         duplicate_slots, filled_slots
     FROM statistics
     UNION ALL
     SELECT
-        query_id, category, 10, 'scope_leak_rate_at_k',
-        identifier IS NOT NULL,
+        query_id, 'scope_leak_rate_at_k',
         CASE WHEN filled_slots > 0 THEN leaked_slots / filled_slots END,
         leaked_slots, filled_slots
     FROM statistics
+),
+
+-- Each formula row with its registry entry. A full join on the metric alone, so that a name on
+-- one side only stops the query instead of dropping rows.
+metric_rows AS (
+    SELECT
+        formulas.query_id,
+        statistics.category,
+        formulas.metric,
+        metrics.metric_order,
+        CASE
+            -- With no queries no formula row exists: the registry's rows give no row.
+            WHEN formulas.metric IS NULL THEN CASE
+                WHEN EXISTS (SELECT 1 FROM queries) THEN error(
+                    'per_query_metrics: expected a formula for every metric of the input metrics, '
+                    || 'found none for metric=''' || metrics.metric || ''''
+                )
+            END
+            WHEN metrics.metric IS NULL THEN error(
+                'per_query_metrics: expected every metric computed here in the input metrics, '
+                || 'found metric=''' || formulas.metric || ''' missing from it'
+            )
+            WHEN metrics.applies_to = 'positive' THEN statistics.relevant_total > 0
+            WHEN metrics.applies_to = 'negative' THEN statistics.graded_total = 0
+            WHEN metrics.applies_to = 'near_duplicate' THEN statistics.category = 'near_duplicate_diversity'
+            WHEN metrics.applies_to = 'scoped' THEN statistics.identifier IS NOT NULL
+            ELSE error(
+                'per_query_metrics: expected applies_to positive, negative, near_duplicate or scoped, '
+                || 'found applies_to=' || coalesce('''' || metrics.applies_to || '''', 'NULL')
+                || ' for metric=''' || metrics.metric || ''''
+            )
+        END AS applicable,
+        formulas.value,
+        formulas.numerator,
+        formulas.denominator
+    FROM formulas
+    FULL JOIN metrics ON metrics.metric = formulas.metric
+    LEFT JOIN statistics ON statistics.query_id = formulas.query_id
 )
 
 SELECT
@@ -188,4 +220,6 @@ SELECT
     CAST(CASE WHEN applicable THEN denominator END AS BIGINT) AS denominator,
     applicable
 FROM metric_rows
+-- Only a registry row unmatched for want of any query has a null applicable.
+WHERE applicable IS NOT NULL
 ORDER BY metric_order, query_id

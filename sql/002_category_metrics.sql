@@ -1,34 +1,41 @@
 -- name: category_metrics
--- version: 1
--- inputs: per_query_metrics (the output of 001_per_query_metrics, as a table or view of that name)
+-- version: 2
+-- inputs: metrics(metric, metric_order, aggregation, has_ratio) (the metric registry, hotmem_eval.metric_registry.metrics_frame()), per_query_metrics (the output of 001_per_query_metrics, as a table or view of that name)
 -- output: one row per (category, metric) for 'overall' and every category present: category, metric, value, numerator, denominator, query_count; 'overall' first, then categories in byte order, metrics in registry order
 --
 -- The SQL twin of hotmem_eval.metrics.aggregate_metrics. value is the mean over applicable
 -- queries (macro), except for the pooled slot rates: sum(numerator) / sum(denominator).
 -- numerator/denominator are pooled sums for the metrics that carry a ratio, else null.
 -- A category with no applicable query has value, numerator and denominator null, count 0.
+-- Version 2: the metric registry (order, aggregation, has_ratio) is the input metrics, no
+-- longer a VALUES table restating it; a per-query metric not in metrics, or an aggregation
+-- other than macro or pooled, is an error. Rows and values are those of version 1. Exports
+-- record the version in manifest.json.
 WITH
 
--- The metric registry: name, order, aggregation, whether it carries an integer ratio.
-metrics (metric, metric_order, pooled, has_ratio) AS (
-    VALUES
-        ('recall_at_1', 1, false, true),
-        ('recall_at_k', 2, false, true),
-        ('success_at_1', 3, false, true),
-        ('success_at_k', 4, false, true),
-        ('mrr_at_k', 5, false, false),
-        ('ndcg_at_k', 6, false, false),
-        ('negative_fpr_at_k', 7, false, true),
-        ('negative_returned_at_k', 8, false, true),
-        ('duplicate_slot_rate_at_k', 9, true, true),
-        ('scope_leak_rate_at_k', 10, true, true)
+-- Each per-query row, its metric checked against the registry.
+per_query AS (
+    SELECT
+        category,
+        CASE
+            WHEN metric IN (SELECT metric FROM metrics) THEN metric
+            ELSE error(
+                'category_metrics: expected per_query_metrics of the input metrics, found metric='
+                || coalesce('''' || metric || '''', 'NULL')
+            )
+        END AS metric,
+        value,
+        numerator,
+        denominator,
+        applicable
+    FROM per_query_metrics
 ),
 
 categories AS (
     SELECT 'overall' AS category, 0 AS category_order
     UNION ALL
     SELECT DISTINCT category, 1 AS category_order
-    FROM per_query_metrics
+    FROM per_query
 ),
 
 -- Per (category, metric), and per metric over every category (the overall row).
@@ -40,7 +47,7 @@ sums AS (
         sum(numerator) FILTER (WHERE applicable) AS numerator,
         sum(denominator) FILTER (WHERE applicable) AS denominator,
         sum(value) FILTER (WHERE applicable) AS value_sum
-    FROM per_query_metrics
+    FROM per_query
     GROUP BY GROUPING SETS ((category, metric), (metric))
 ),
 
@@ -50,7 +57,15 @@ grid AS (
         categories.category_order,
         metrics.metric,
         metrics.metric_order,
-        metrics.pooled,
+        CASE metrics.aggregation
+            WHEN 'pooled' THEN true
+            WHEN 'macro' THEN false
+            ELSE error(
+                'category_metrics: expected aggregation macro or pooled, found aggregation='
+                || coalesce('''' || metrics.aggregation || '''', 'NULL')
+                || ' for metric=''' || metrics.metric || ''''
+            )
+        END AS pooled,
         metrics.has_ratio,
         coalesce(sums.query_count, 0) AS query_count,
         sums.numerator,

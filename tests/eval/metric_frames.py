@@ -1,10 +1,14 @@
-"""Builds the four canonical metric input frames from compact per-query descriptions."""
+"""Builds the four canonical metric input frames from compact per-query descriptions, and the
+outputs the plain-Python reference expects for them."""
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
 import polars as pl
+
+from hotmem_eval import reference
+from hotmem_eval.metrics import AGGREGATE_COLUMNS, PER_QUERY_COLUMNS
 
 #: The identifier a returned memory has unless a test says otherwise.
 HOME = "acme"
@@ -77,3 +81,16 @@ def frames(
 def rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
     """The frame as a list of dicts, for comparison with the reference."""
     return frame.to_dicts()
+
+
+def expected(data: Frames, *, k: int = 5) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(per_query, aggregate) as ``hotmem_eval.reference`` computes them, as canonical frames.
+
+    The independent expectation an engine's output is compared with.
+    """
+    per_query = reference.per_query_metrics(*(frame.to_dicts() for frame in data), k=k)
+    aggregate = reference.aggregate_metrics(per_query)
+    return (
+        pl.DataFrame(per_query, schema=PER_QUERY_COLUMNS),
+        pl.DataFrame(aggregate, schema=AGGREGATE_COLUMNS),
+    )

@@ -21,7 +21,7 @@ from hotmem_eval.metrics import (
     per_query_metrics,
 )
 from hotmem_eval.reference import REFERENCE_METRICS
-from tests.eval.metric_frames import Frames, frames
+from tests.eval.metric_frames import Frames, expected, frames
 
 DUP = "near_duplicate_diversity"
 LEX = "exact_lexical"
@@ -215,10 +215,9 @@ def test_no_queries_gives_an_empty_frame() -> None:
     assert dict(out.schema) == PER_QUERY_COLUMNS
 
 
-def test_pyarrow_tables_give_the_same_rows() -> None:
-    data = WORKED
-    arrow = [frame.to_arrow() for frame in data]
-    assert_frame_equal(per_query_metrics(*arrow), per_query_metrics(*data))
+def test_pyarrow_tables_give_the_reference_rows() -> None:
+    arrow = [frame.to_arrow() for frame in WORKED]
+    assert_frame_equal(per_query_metrics(*arrow), expected(WORKED)[0], abs_tol=1e-12, rel_tol=0)
 
 
 def test_registry_is_complete_and_ordered() -> None:
@@ -433,6 +432,8 @@ def _replace(index: int, frame: pl.DataFrame) -> tuple[pl.DataFrame, ...]:
     return tuple(data)
 
 
+#: GOOD's per-query rows, from the reference.
+GOOD_EXPECTED = expected(GOOD)[0]
 _extra_result = {"query_id": "q1", "memory_id": "z", "identifier": "acme", "score": 0.1}
 _results, _qrels, _queries, _groups = GOOD
 
@@ -496,18 +497,25 @@ def test_rows_beyond_k_are_not_checked() -> None:
     results = pl.concat(
         [GOOD.results, extra.select(GOOD.results.columns).cast(GOOD.results.schema)]
     )
-    assert_frame_equal(per_query_metrics(results, *GOOD[1:], k=5), per_query_metrics(*GOOD, k=5))
+    assert_frame_equal(
+        per_query_metrics(results, *GOOD[1:], k=5), GOOD_EXPECTED, abs_tol=1e-12, rel_tol=0
+    )
 
 
 def test_a_k_beyond_every_ranking_equals_the_longest_ranking() -> None:
-    assert_frame_equal(per_query_metrics(*GOOD, k=10**12), per_query_metrics(*GOOD, k=100))
+    assert_frame_equal(
+        per_query_metrics(*GOOD, k=10**12), expected(GOOD, k=100)[0], abs_tol=1e-12, rel_tol=0
+    )
 
 
 def test_extra_columns_are_ignored() -> None:
     results = _results.with_columns(grade=pl.lit(3, pl.Int8), components=pl.lit("{}"))
     queries = _queries.with_columns(query=pl.lit("text"), line=pl.lit(1))
     assert_frame_equal(
-        per_query_metrics(results, _qrels, queries, _groups), per_query_metrics(*GOOD)
+        per_query_metrics(results, _qrels, queries, _groups),
+        GOOD_EXPECTED,
+        abs_tol=1e-12,
+        rel_tol=0,
     )
 
 
@@ -515,7 +523,7 @@ def test_lazy_inputs_give_the_same_rows(tmp_path: Path) -> None:
     path = tmp_path / "results.parquet"
     _results.write_parquet(path)
     lazy = [pl.scan_parquet(path), *(frame.lazy() for frame in GOOD[1:])]
-    assert_frame_equal(per_query_metrics(*lazy), per_query_metrics(*GOOD))
+    assert_frame_equal(per_query_metrics(*lazy), GOOD_EXPECTED, abs_tol=1e-12, rel_tol=0)
 
 
 def test_a_lazy_results_column_that_does_not_cast_raises() -> None:
@@ -550,3 +558,9 @@ def test_plan_choice_never_changes_a_bit(monkeypatch: pytest.MonkeyPatch) -> Non
     large = engine.per_query_metrics(*inputs, k=5)
     assert small.equals(large)
     assert engine.aggregate_metrics(small).equals(engine.aggregate_metrics(large))
+    # The same bits either way, and the right values: those of the reference.
+    expected_per_query, expected_aggregate = expected(inputs, k=5)
+    assert_frame_equal(small, expected_per_query, abs_tol=1e-12, rel_tol=0)
+    assert_frame_equal(
+        engine.aggregate_metrics(small), expected_aggregate, abs_tol=1e-12, rel_tol=0
+    )

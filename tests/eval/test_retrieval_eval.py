@@ -17,6 +17,7 @@ from polars.testing import assert_frame_equal
 
 from hotmem_eval.baseline import compare, dumps, load_baseline, normalise
 from hotmem_eval.cli import main
+from hotmem_eval.metric_registry import metrics_frame
 from hotmem_eval.report import render_markdown
 from hotmem_eval.sqlfiles import sql_metrics
 
@@ -258,6 +259,19 @@ def test_query_cli_over_one_and_two_runs(
         == 0
     )
     assert json.loads(capsys.readouterr().out) == [{"n": 90}]
+    # The registry is the table the SQL files read as metrics, and can be saved beside a run.
+    saved = tmp_path / "metrics.parquet"
+    assert main(["query", str(export), f"copy metrics to '{saved}'"]) == 0
+    capsys.readouterr()
+    assert_frame_equal(pl.read_parquet(saved), metrics_frame())
+    # The per-query SQL view gives the exported per-query rows and values.
+    differing = (
+        "select count(*) as n from sql_per_query_metrics s full join per_query_metrics p "
+        "using (query_id, metric) where s.applicable is distinct from p.applicable "
+        "or s.value is distinct from p.value and not abs(s.value - p.value) <= 1e-12"
+    )
+    assert main(["query", str(export), differing, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"n": 0}]
     second = tmp_path / "second"
     shutil.copytree(export, second)
     assert (

@@ -165,6 +165,7 @@ def test_external_fixture_loads_unchanged() -> None:
 LINES = {path.name: path.read_text(encoding="utf-8").splitlines() for path in (CORPUS, QUERIES)}
 
 
+@pytest.mark.slow
 @given(
     corpus=st.permutations(LINES["corpus.jsonl"]),
     queries=st.permutations(LINES["queries.jsonl"]),

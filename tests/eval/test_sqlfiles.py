@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import duckdb
@@ -10,8 +11,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from hotmem_eval.errors import EvalError
-from hotmem_eval.metric_registry import METRICS
-from hotmem_eval.metrics import aggregate_metrics, per_query_metrics
+from hotmem_eval.metric_registry import METRICS, metrics_frame
+from hotmem_eval.metrics import per_query_metrics
 from hotmem_eval.sqlfiles import (
     HEADER_KEYS,
     SQL_DIR,
@@ -22,7 +23,7 @@ from hotmem_eval.sqlfiles import (
     sql_files,
     sql_metrics,
 )
-from tests.eval.metric_frames import frames
+from tests.eval.metric_frames import expected, frames
 
 DATA = frames(
     {
@@ -126,11 +127,35 @@ def test_bad_sql_directory(tmp_path: Path, files: dict[str, str], message: str) 
 
 
 @pytest.mark.parametrize("k", [1, 3, 5])
-def test_sql_matches_the_polars_engine(k: int) -> None:
+def test_sql_matches_the_reference(k: int) -> None:
     per_query, aggregate = sql_metrics(*DATA, k=k)
-    expected = per_query_metrics(*DATA, k=k)
-    assert_frame_equal(per_query, expected, abs_tol=1e-12, rel_tol=0)
-    assert_frame_equal(aggregate, aggregate_metrics(expected), abs_tol=1e-12, rel_tol=0)
+    expected_per_query, expected_aggregate = expected(DATA, k=k)
+    assert_frame_equal(per_query, expected_per_query, abs_tol=1e-12, rel_tol=0)
+    assert_frame_equal(aggregate, expected_aggregate, abs_tol=1e-12, rel_tol=0)
+
+
+def test_sql_overall_figures_written_out() -> None:
+    _, aggregate = sql_metrics(*DATA, k=5)
+    overall = {
+        row["metric"]: (row["value"], row["numerator"], row["denominator"], row["query_count"])
+        for row in aggregate.filter(pl.col("category") == "overall").iter_rows(named=True)
+    }
+    # q1 (scoped to acme) returned [b, x, a, y, z] of grades {a: 3, b: 2, c: 1}; q4 returned
+    # nothing of {a: 2}; q2 (near-duplicate, graded nothing, so negative too) returned [a, b, c]
+    # with a and b in group g; q3 (negative) returned [x]. x is in globex, the others in acme.
+    ndcg_q1 = (2 + 3 / 2) / (3 + 2 / math.log2(3) + 1 / 2)
+    assert overall == {
+        "recall_at_1": (pytest.approx(0.25), 1, 3, 2),
+        "recall_at_k": (pytest.approx(0.5), 2, 3, 2),
+        "success_at_1": (pytest.approx(0.5), 1, 2, 2),
+        "success_at_k": (pytest.approx(0.5), 1, 2, 2),
+        "mrr_at_k": (pytest.approx(0.5), None, None, 2),
+        "ndcg_at_k": (pytest.approx(ndcg_q1 / 2), None, None, 2),
+        "negative_fpr_at_k": (pytest.approx(1.0), 2, 2, 2),
+        "negative_returned_at_k": (pytest.approx(2.0), 4, 2, 2),
+        "duplicate_slot_rate_at_k": (pytest.approx(1 / 3), 1, 3, 1),
+        "scope_leak_rate_at_k": (pytest.approx(1 / 5), 1, 5, 1),
+    }
 
 
 def test_sql_runs_over_parquet_files(tmp_path: Path) -> None:
@@ -138,30 +163,36 @@ def test_sql_runs_over_parquet_files(tmp_path: Path) -> None:
     for name, frame in DATA._asdict().items():
         paths[name] = tmp_path / f"{name}.parquet"
         frame.write_parquet(paths[name])
-    per_query, aggregate = sql_metrics(**paths, k=5)
-    expected = per_query_metrics(*DATA, k=5)
-    assert_frame_equal(per_query, expected, abs_tol=1e-12, rel_tol=0)
-    assert_frame_equal(aggregate, aggregate_metrics(expected), abs_tol=1e-12, rel_tol=0)
+    metrics_path = tmp_path / "metrics.parquet"
+    metrics_frame().write_parquet(metrics_path)
+    per_query, aggregate = sql_metrics(**paths, k=5, metrics=metrics_path)
+    expected_per_query, expected_aggregate = expected(DATA, k=5)
+    assert_frame_equal(per_query, expected_per_query, abs_tol=1e-12, rel_tol=0)
+    assert_frame_equal(aggregate, expected_aggregate, abs_tol=1e-12, rel_tol=0)
 
 
 def test_sql_runs_over_arrow_tables_with_extra_columns() -> None:
     results = DATA.results.with_columns(grade=pl.lit(9, pl.Int8), components=pl.lit("x"))
     tables = [frame.to_arrow() for frame in (results, *DATA[1:])]
-    per_query, _ = sql_metrics(*tables, k=5)
-    assert_frame_equal(per_query, per_query_metrics(*DATA, k=5), abs_tol=1e-12, rel_tol=0)
+    per_query, _ = sql_metrics(*tables, k=5, metrics=metrics_frame().to_arrow())
+    assert_frame_equal(per_query, expected(DATA, k=5)[0], abs_tol=1e-12, rel_tol=0)
 
 
 def test_the_text_runs_as_is_after_set_variable() -> None:
     with duckdb.connect() as con:
-        bind_inputs(con, **DATA._asdict())
+        bind_inputs(con, metrics=metrics_frame(), **DATA._asdict())
         con.execute("SET VARIABLE k = 3")
-        by_hand = con.sql(sql_file("per_query_metrics").text).pl()
-        assert_frame_equal(by_hand, run_sql("per_query_metrics", con, k=3))
+        per_query = con.sql(sql_file("per_query_metrics").text).pl()
+        con.register("per_query_metrics", per_query)
+        aggregate = con.sql(sql_file("category_metrics").text).pl()
+    expected_per_query, expected_aggregate = expected(DATA, k=3)
+    assert_frame_equal(per_query, expected_per_query, abs_tol=1e-12, rel_tol=0)
+    assert_frame_equal(aggregate, expected_aggregate, abs_tol=1e-12, rel_tol=0)
 
 
 def test_per_query_sql_without_k_says_how_to_set_it() -> None:
     with duckdb.connect() as con:
-        bind_inputs(con, **DATA._asdict())
+        bind_inputs(con, metrics=metrics_frame(), **DATA._asdict())
         with pytest.raises(duckdb.Error, match="SET VARIABLE k"):
             con.sql(sql_file("per_query_metrics").text).pl()
 
@@ -175,8 +206,71 @@ def test_run_sql_rejects_a_bad_k(k: object) -> None:
 def test_category_sql_lists_every_metric_in_registry_order() -> None:
     empty = per_query_metrics(*frames({}))
     with duckdb.connect() as con:
-        bind_inputs(con, per_query_metrics=empty)
+        bind_inputs(con, metrics=metrics_frame(), per_query_metrics=empty)
         out = run_sql("category_metrics", con)
     assert out["category"].to_list() == ["overall"] * len(METRICS)
     assert out["metric"].to_list() == list(METRICS)
     assert out["query_count"].to_list() == [0] * len(METRICS)
+
+
+def test_sql_order_follows_the_metrics_input() -> None:
+    reversed_registry = metrics_frame().with_columns(
+        metric_order=pl.len() + 1 - pl.col("metric_order")
+    )
+    per_query, aggregate = sql_metrics(*DATA, k=5, metrics=reversed_registry)
+    order = list(reversed(METRICS))
+    assert per_query["metric"].unique(maintain_order=True).to_list() == order
+    assert aggregate["metric"].unique(maintain_order=True).to_list() == order
+
+
+_REGISTRY = metrics_frame()
+_EXTRA = _REGISTRY.tail(1).with_columns(
+    metric=pl.lit("map_at_k"), metric_order=pl.lit(len(METRICS) + 1, pl.Int64)
+)
+
+# (id, metrics input, error pattern): the SQL refuses a registry it does not match.
+BAD_METRICS_CASES = [
+    (
+        "metric_removed",
+        _REGISTRY.filter(pl.col("metric") != "mrr_at_k"),
+        "found metric='mrr_at_k' missing from it",
+    ),
+    ("metric_added", pl.concat([_REGISTRY, _EXTRA]), "found none for metric='map_at_k'"),
+    (
+        "unknown_applies_to",
+        _REGISTRY.with_columns(applies_to=pl.lit("everyone")),
+        "found applies_to='everyone' for metric='",
+    ),
+    (
+        "unknown_aggregation",
+        _REGISTRY.with_columns(aggregation=pl.lit("median")),
+        "found aggregation='median' for metric='",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("metrics", "message"),
+    [case[1:] for case in BAD_METRICS_CASES],
+    ids=[case[0] for case in BAD_METRICS_CASES],
+)
+def test_sql_refuses_a_metrics_input_it_does_not_match(metrics: pl.DataFrame, message: str) -> None:
+    with pytest.raises(duckdb.Error, match=message):
+        sql_metrics(*DATA, k=5, metrics=metrics)
+
+
+def test_category_sql_refuses_a_per_query_metric_not_in_metrics() -> None:
+    per_query = per_query_metrics(*DATA).with_columns(
+        metric=pl.when(pl.col("metric") == "ndcg_at_k").then(pl.lit("map_at_k")).otherwise("metric")
+    )
+    with duckdb.connect() as con:
+        bind_inputs(con, metrics=metrics_frame(), per_query_metrics=per_query)
+        with pytest.raises(duckdb.Error, match="found metric='map_at_k'"):
+            run_sql("category_metrics", con)
+
+
+def test_sql_of_no_queries_gives_no_rows_and_an_empty_overall() -> None:
+    per_query, aggregate = sql_metrics(*frames({}), k=5)
+    assert_frame_equal(per_query, per_query_metrics(*frames({})))
+    assert aggregate["metric"].to_list() == list(METRICS)
+    assert aggregate["query_count"].to_list() == [0] * len(METRICS)
