@@ -105,19 +105,18 @@ class Miss:
 
 
 #: The ``misses`` export: one row per missed relevant memory, flat (no outrankers).
-MISSES_SCHEMA = pa.schema(
-    [
-        pa.field("query_id", pa.string(), nullable=False),
-        pa.field("memory_id", pa.string(), nullable=False),
-        pa.field("grade", pa.int8(), nullable=False),
-        pa.field("reason", pa.string(), nullable=False),
-        pa.field("detail", pa.string(), nullable=False),
-        pa.field("score", pa.float64(), nullable=False),
-        pa.field("cosine", pa.float64(), nullable=False),
-        pa.field("bm25_raw", pa.float64(), nullable=True),
-        pa.field("candidate_rank", pa.int32(), nullable=True),
-    ]
-)
+_MISSES_FIELDS: list[pa.Field[Any]] = [
+    pa.field("query_id", pa.string(), nullable=False),
+    pa.field("memory_id", pa.string(), nullable=False),
+    pa.field("grade", pa.int8(), nullable=False),
+    pa.field("reason", pa.string(), nullable=False),
+    pa.field("detail", pa.string(), nullable=False),
+    pa.field("score", pa.float64(), nullable=False),
+    pa.field("cosine", pa.float64(), nullable=False),
+    pa.field("bm25_raw", pa.float64(), nullable=True),
+    pa.field("candidate_rank", pa.int32(), nullable=True),
+]
+MISSES_SCHEMA = pa.schema(_MISSES_FIELDS)
 
 
 def misses_table(misses: Sequence[Miss]) -> pa.Table:
@@ -135,13 +134,14 @@ def _f(value: float) -> str:
 
 def _explain_miss(
     store: hotmem.MemoryStore,
-    query: Mapping[str, object],
+    query: Mapping[str, Any],
     memory_id: str,
     grade: int,
-    top: list[dict[str, object]],
+    top: list[dict[str, Any]],
 ) -> Miss:
-    text, scope = str(query["query"]), query["identifier"]
-    explanation = hotmem.explain(store, text, memory_id, identifier=scope)  # type: ignore[arg-type]
+    text: str = query["query"]
+    scope: str | None = query["identifier"]
+    explanation = hotmem.explain(store, text, memory_id, identifier=scope)
     components = explanation.components
     candidate_rank: int | None = None
     outranked_by: tuple[Outranker, ...] = ()
@@ -163,18 +163,18 @@ def _explain_miss(
             store,
             text,
             identifier=scope,
-            limit=max(1, min(len(store), 10_000)),  # type: ignore[arg-type]
+            limit=max(1, min(len(store), hotmem.MAX_LIMIT)),
         )
         candidate_rank = next((r.rank for r in deep if r.memory_id == memory_id), None)
         outranked_by = tuple(
             Outranker(
-                memory_id=row["memory_id"],  # type: ignore[arg-type]
-                rank=row["rank"],  # type: ignore[arg-type]
-                score=row["score"],  # type: ignore[arg-type]
-                cosine=row["cosine"],  # type: ignore[arg-type]
-                bm25_normalised=row["bm25_normalised"],  # type: ignore[arg-type]
-                importance=row["importance"],  # type: ignore[arg-type]
-                margin=row["score"] - explanation.score,  # type: ignore[operator]
+                memory_id=row["memory_id"],
+                rank=row["rank"],
+                score=row["score"],
+                cosine=row["cosine"],
+                bm25_normalised=row["bm25_normalised"],
+                importance=row["importance"],
+                margin=row["score"] - explanation.score,
             )
             for row in top
         )

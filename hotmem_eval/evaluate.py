@@ -74,7 +74,7 @@ def evaluate(fixture: Fixture, workdir: Path, *, top_k: int = 5, repeat: int = 1
         run = run_queries(store, fixture.queries, top_k=top_k, repeat=repeat)
         misses = attribute_misses(store, fixture.queries, fixture.qrels, run.results, top_k=top_k)
         transfer = run_transfer(store, fixture.queries, run.results, workdir, top_k=top_k)
-    results = pl.from_arrow(run.results)
+    results = pl.DataFrame(run.results)
     per_query = per_query_metrics(results, fixture.qrels, fixture.queries, fixture.groups, k=top_k)
     aggregate = aggregate_metrics(per_query)
     evidence = evidence_from(aggregate, transfer, top_k=top_k)

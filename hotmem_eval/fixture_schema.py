@@ -13,7 +13,7 @@ field. Loading turns them into four tables, each sorted by its ids so line order
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 import pyarrow as pa
 
@@ -52,40 +52,36 @@ MAX_GRADE: Final = 3
 #: A memory graded at least this counts as relevant for recall and reciprocal rank.
 RELEVANT_GRADE: Final = 2
 
-CORPUS_SCHEMA: Final = pa.schema(
-    [
-        pa.field("memory_id", pa.string(), nullable=False),
-        pa.field("identifier", pa.string(), nullable=False),
-        pa.field("fact", pa.string(), nullable=False),
-        pa.field("importance", pa.float64(), nullable=False),
-        pa.field("tags", pa.list_(pa.string()), nullable=False),
-        pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=True),
-        pa.field("namespace", pa.string(), nullable=True),
-        pa.field("duplicate_of", pa.string(), nullable=True),
-        pa.field("line", pa.int32(), nullable=False),
-    ]
-)
-QUERIES_SCHEMA: Final = pa.schema(
-    [
-        pa.field("query_id", pa.string(), nullable=False),
-        pa.field("category", pa.string(), nullable=False),
-        pa.field("query", pa.string(), nullable=False),
-        pa.field("identifier", pa.string(), nullable=True),
-        pa.field("notes", pa.string(), nullable=False),
-        pa.field("line", pa.int32(), nullable=False),
-    ]
-)
-QRELS_SCHEMA: Final = pa.schema(
-    [
-        pa.field("query_id", pa.string(), nullable=False),
-        pa.field("memory_id", pa.string(), nullable=False),
-        pa.field("grade", pa.int8(), nullable=False),
-    ]
-)
-GROUPS_SCHEMA: Final = pa.schema(
-    [
-        pa.field("query_id", pa.string(), nullable=False),
-        pa.field("memory_id", pa.string(), nullable=False),
-        pa.field("group_id", pa.string(), nullable=False),
-    ]
-)
+_CORPUS_FIELDS: list[pa.Field[Any]] = [
+    pa.field("memory_id", pa.string(), nullable=False),
+    pa.field("identifier", pa.string(), nullable=False),
+    pa.field("fact", pa.string(), nullable=False),
+    pa.field("importance", pa.float64(), nullable=False),
+    pa.field("tags", pa.list_(pa.string()), nullable=False),
+    pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=True),
+    pa.field("namespace", pa.string(), nullable=True),
+    pa.field("duplicate_of", pa.string(), nullable=True),
+    pa.field("line", pa.int32(), nullable=False),
+]
+CORPUS_SCHEMA: Final = pa.schema(_CORPUS_FIELDS)
+_QUERIES_FIELDS: list[pa.Field[Any]] = [
+    pa.field("query_id", pa.string(), nullable=False),
+    pa.field("category", pa.string(), nullable=False),
+    pa.field("query", pa.string(), nullable=False),
+    pa.field("identifier", pa.string(), nullable=True),
+    pa.field("notes", pa.string(), nullable=False),
+    pa.field("line", pa.int32(), nullable=False),
+]
+QUERIES_SCHEMA: Final = pa.schema(_QUERIES_FIELDS)
+_QRELS_FIELDS: list[pa.Field[Any]] = [
+    pa.field("query_id", pa.string(), nullable=False),
+    pa.field("memory_id", pa.string(), nullable=False),
+    pa.field("grade", pa.int8(), nullable=False),
+]
+QRELS_SCHEMA: Final = pa.schema(_QRELS_FIELDS)
+_GROUPS_FIELDS: list[pa.Field[Any]] = [
+    pa.field("query_id", pa.string(), nullable=False),
+    pa.field("memory_id", pa.string(), nullable=False),
+    pa.field("group_id", pa.string(), nullable=False),
+]
+GROUPS_SCHEMA: Final = pa.schema(_GROUPS_FIELDS)

@@ -16,6 +16,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeGuard
 
 import hotmem
 from hotmem_eval.errors import Problem
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 #: One non-blank line of a JSON Lines file: its 1-based number and the object it holds.
-Record = tuple[int, Mapping[str, object]]
+Record = tuple[int, Mapping[str, Any]]
 #: A field checker takes the field's name and value and yields one reason per problem.
 Checker = Callable[[str, object], Iterator[str]]
 
@@ -276,7 +277,7 @@ def _by_line(problems: list[Problem]) -> list[Problem]:
     return sorted(problems, key=lambda p: sys.maxsize if p.line is None else p.line)
 
 
-def _is_text(value: object) -> bool:
+def _is_text(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and bool(value.strip())
 
 

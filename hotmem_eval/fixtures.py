@@ -164,7 +164,7 @@ def _object_without_repeats(pairs: list[tuple[str, object]]) -> dict[str, object
 
 
 def _corpus_table(memories: Sequence[_Object], lines: Mapping[str, int]) -> pa.Table:
-    def column(name: str) -> list[object]:
+    def column(name: str) -> list[Any]:
         return [memory.get(name) for memory in memories]
 
     created = [

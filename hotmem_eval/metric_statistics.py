@@ -77,7 +77,7 @@ def canonical(data: FrameLike, columns: Mapping[str, pl.DataType], name: str) ->
     if isinstance(data, pl.LazyFrame):
         data = canonical_lazy(data, columns, name).collect(engine="in-memory")
     if isinstance(data, pa.Table):
-        data = pl.from_arrow(data)
+        data = pl.DataFrame(data)
     if not isinstance(data, pl.DataFrame):
         raise EvalError(
             f"expected {name} as a polars DataFrame or LazyFrame or a pyarrow Table, "

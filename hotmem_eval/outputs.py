@@ -6,6 +6,7 @@ never leaves a half-written output; nothing is written until the run has succeed
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -61,13 +62,21 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
 
 def write_text(path: Path, text: str) -> None:
     """Write UTF-8 text atomically."""
-    atomic_write(path, lambda target: target.write_text(text, encoding="utf-8"))
+    atomic_write(path, lambda target: _write_utf8(target, text))
+
+
+def _write_utf8(target: Path, text: str) -> None:
+    target.write_text(text, encoding="utf-8")
+
+
+def _write_parquet(table: pa.Table, target: Path) -> None:
+    pq.write_table(table, target)
 
 
 def export_tables(run: EvalRun) -> dict[str, pa.Table]:
     """The run's tables, as Arrow, in the canonical column names."""
     fixture = run.fixture
-    grades = pl.from_arrow(fixture.qrels).select("query_id", "memory_id", "grade")
+    grades = pl.DataFrame(fixture.qrels).select("query_id", "memory_id", "grade")
     results = (
         run.results.join(grades, on=["query_id", "memory_id"], how="left")
         .with_columns(pl.col("grade").fill_null(0).cast(pl.Int8))
@@ -103,7 +112,7 @@ def write_exports(run: EvalRun, directory: Path, *, result: dict[str, Any]) -> l
     written = []
     for name, table in export_tables(run).items():
         path = directory / f"{name}.parquet"
-        atomic_write(path, lambda target, t=table: pq.write_table(t, target))
+        atomic_write(path, functools.partial(_write_parquet, table))
         written.append(path)
     csv = directory / "category_metrics.csv"
     atomic_write(csv, lambda target: run.aggregate.write_csv(target))

@@ -167,7 +167,9 @@ def _queries(
     groups: Iterable[Row],
     k: int,
 ) -> dict[str, Query]:
-    group_of = {(row["query_id"], row["memory_id"]): row["group_id"] for row in groups}
+    group_of: dict[tuple[str, str], str] = {
+        (row["query_id"], row["memory_id"]): row["group_id"] for row in groups
+    }
     grades: dict[str, dict[str, int]] = defaultdict(dict)
     for row in qrels:
         if row["grade"] >= 1:
@@ -176,7 +178,7 @@ def _queries(
     for row in results:
         if row["rank"] <= k:
             key = (row["query_id"], row["memory_id"])
-            group = group_of.get(key, row["memory_id"])
+            group: str = group_of[key] if key in group_of else row["memory_id"]
             slots[row["query_id"]].append((row["rank"], row["memory_id"], row["identifier"], group))
     return {
         row["query_id"]: Query(

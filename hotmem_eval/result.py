@@ -150,7 +150,7 @@ def build_result(run: EvalRun, *, generated_at: datetime, git_commit: str | None
     """The JSON document of a run (see ``result.schema.json``)."""
     fixture = run.fixture
     queries = _queries(run)
-    categories = Counter(fixture.queries.column("category").to_pylist())
+    categories = Counter(str(c) for c in fixture.queries.column("category").to_pylist())
     recommendation = run.recommendation
     return {
         "schema_version": SCHEMA_VERSION,

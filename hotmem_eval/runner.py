@@ -26,19 +26,18 @@ COMPONENTS = ("cosine", "bm25_raw", "bm25_normalised", "importance")
 
 #: One row per returned slot: the canonical columns of the metric engine and the SQL files,
 #: plus the score components that explain the rank.
-RESULTS_SCHEMA = pa.schema(
-    [
-        pa.field("query_id", pa.string(), nullable=False),
-        pa.field("rank", pa.int32(), nullable=False),
-        pa.field("memory_id", pa.string(), nullable=False),
-        pa.field("identifier", pa.string(), nullable=False),
-        pa.field("score", pa.float64(), nullable=False),
-        pa.field("cosine", pa.float64(), nullable=False),
-        pa.field("bm25_raw", pa.float64(), nullable=True),
-        pa.field("bm25_normalised", pa.float64(), nullable=False),
-        pa.field("importance", pa.float64(), nullable=False),
-    ]
-)
+_RESULTS_FIELDS: list[pa.Field[Any]] = [
+    pa.field("query_id", pa.string(), nullable=False),
+    pa.field("rank", pa.int32(), nullable=False),
+    pa.field("memory_id", pa.string(), nullable=False),
+    pa.field("identifier", pa.string(), nullable=False),
+    pa.field("score", pa.float64(), nullable=False),
+    pa.field("cosine", pa.float64(), nullable=False),
+    pa.field("bm25_raw", pa.float64(), nullable=True),
+    pa.field("bm25_normalised", pa.float64(), nullable=False),
+    pa.field("importance", pa.float64(), nullable=False),
+]
+RESULTS_SCHEMA = pa.schema(_RESULTS_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +71,7 @@ def result_rows(query_id: str, results: list[hotmem.SearchResult]) -> list[dict[
 def rows_by_query(table: pa.Table | pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
     """The rows of a results-shaped table (``query_id``, ``rank``, ...) grouped by query,
     each group in rank order."""
-    frame = table if isinstance(table, pl.DataFrame) else pl.from_arrow(table)
+    frame = table if isinstance(table, pl.DataFrame) else pl.DataFrame(table)
     grouped: dict[str, list[dict[str, Any]]] = {}
     for row in frame.sort("query_id", "rank").iter_rows(named=True):
         grouped.setdefault(row["query_id"], []).append(row)

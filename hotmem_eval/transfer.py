@@ -12,6 +12,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -22,18 +23,17 @@ from hotmem_eval.runner import rows_by_query, run_queries
 __all__ = ["TRANSFER_SCHEMA", "TransferOutcome", "compare_results", "run_transfer"]
 
 #: One row per (query, rank) present in either run: the transfer comparison export.
-TRANSFER_SCHEMA = pa.schema(
-    [
-        pa.field("query_id", pa.string(), nullable=False),
-        pa.field("rank", pa.int32(), nullable=False),
-        pa.field("source_memory_id", pa.string(), nullable=True),
-        pa.field("hydrated_memory_id", pa.string(), nullable=True),
-        pa.field("source_score", pa.float64(), nullable=True),
-        pa.field("hydrated_score", pa.float64(), nullable=True),
-        pa.field("same_memory", pa.bool_(), nullable=False),
-        pa.field("same_score", pa.bool_(), nullable=False),
-    ]
-)
+_TRANSFER_FIELDS: list[pa.Field[Any]] = [
+    pa.field("query_id", pa.string(), nullable=False),
+    pa.field("rank", pa.int32(), nullable=False),
+    pa.field("source_memory_id", pa.string(), nullable=True),
+    pa.field("hydrated_memory_id", pa.string(), nullable=True),
+    pa.field("source_score", pa.float64(), nullable=True),
+    pa.field("hydrated_score", pa.float64(), nullable=True),
+    pa.field("same_memory", pa.bool_(), nullable=False),
+    pa.field("same_score", pa.bool_(), nullable=False),
+]
+TRANSFER_SCHEMA = pa.schema(_TRANSFER_FIELDS)
 
 _COLD_START = """
 import sys
@@ -159,7 +159,7 @@ def run_transfer(
     with hotmem.open_store(target) as hydrated:
         rerun = run_queries(hydrated, queries, top_k=top_k)
         comparison, drift, equivalent = compare_results(
-            source_results, rerun.results, queries.column("query_id").to_pylist()
+            source_results, rerun.results, [str(q) for q in queries.column("query_id").to_pylist()]
         )
         hydrated_rows, hydrated_integrity = hydrated.count(), _fts_integrity(hydrated)
     return TransferOutcome(
