@@ -6,8 +6,9 @@
                 [--repeat N] [--export-dir D] [--baseline P] [--check-baseline | --update-baseline]
     hotmem-eval query DIR [DIR ...] SQL [--format table|csv|json]
 
-Exit codes: 0 success; 1 evaluator failure; 2 invalid input (every problem as
-``path:line: reason``) or usage; 3 the run differs from the baseline (``--check-baseline``).
+Exit codes come from one table, ``EXIT_CODES``: 0 success; 1 evaluator failure; 2 invalid
+input (every fixture problem as ``path:line: reason``, a run directory or SQL that cannot be
+used) or usage; 3 the run differs from the baseline (``--check-baseline``); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -23,11 +24,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import hotmem
-from hotmem_eval.errors import EvalError, FixtureError
+from hotmem_eval.errors import EvalError, FixtureError, UsageError
 
-__all__ = ["EXIT_BASELINE", "EXIT_FAILURE", "EXIT_INVALID", "EXIT_OK", "main"]
+__all__ = [
+    "EXIT_BASELINE",
+    "EXIT_CODES",
+    "EXIT_FAILURE",
+    "EXIT_INTERRUPTED",
+    "EXIT_INVALID",
+    "EXIT_OK",
+    "exit_code",
+    "main",
+]
 
-EXIT_OK, EXIT_FAILURE, EXIT_INVALID, EXIT_BASELINE = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILURE, EXIT_INVALID, EXIT_BASELINE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_DIR = ROOT / "benchmarks" / "retrieval"
 
@@ -147,6 +157,44 @@ def _query(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return EXIT_OK
 
 
+#: error class -> (exit code, how its one line starts). The most specific class of an error's
+#: MRO found here decides (documented in docs/retrieval-quality.md#exit-codes).
+EXIT_CODES: dict[type[BaseException], tuple[int, str]] = {
+    FixtureError: (EXIT_INVALID, "hotmem-eval: invalid fixture: "),
+    UsageError: (EXIT_INVALID, "hotmem-eval: "),
+    EvalError: (EXIT_FAILURE, "hotmem-eval: "),
+    hotmem.HotmemError: (EXIT_FAILURE, "hotmem-eval: evaluator failure: "),
+    OSError: (EXIT_FAILURE, "hotmem-eval: "),
+    KeyboardInterrupt: (EXIT_INTERRUPTED, "hotmem-eval: "),
+}
+
+
+def exit_code(error: BaseException) -> tuple[int, str]:
+    """``(code, prefix)`` of the most specific class of ``error`` in ``EXIT_CODES``.
+
+    Raises:
+        KeyError: no class of the error is in the table (an evaluator bug).
+    """
+    for cls in type(error).__mro__:
+        if cls in EXIT_CODES:
+            return EXIT_CODES[cls]
+    raise KeyError(type(error).__name__)
+
+
+def _message(error: BaseException) -> str:
+    if isinstance(error, FixtureError):
+        for problem in error.problems:
+            print(
+                problem if problem.severity == "error" else f"warning: {problem}", file=sys.stderr
+            )
+        return f"{len(error.errors)} error(s)"
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(error, OSError):
+        return f"{error.filename or ''}: {error.strerror}"
+    return str(error)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``hotmem-eval``; return the exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
@@ -157,23 +205,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if arguments[:1] == ["run"]:
             arguments = arguments[1:]
         return _run(_run_parser().parse_args(arguments))
-    except FixtureError as exc:
-        for problem in exc.problems:
-            print(
-                problem if problem.severity == "error" else f"warning: {problem}", file=sys.stderr
-            )
-        errors = sum(1 for p in exc.problems if p.severity == "error")
-        print(f"hotmem-eval: invalid fixture: {errors} error(s)", file=sys.stderr)
-        return EXIT_INVALID
-    except EvalError as exc:
-        print(f"hotmem-eval: {exc}", file=sys.stderr)
-        return EXIT_INVALID if arguments[:1] == ["query"] else EXIT_FAILURE
-    except hotmem.HotmemError as exc:
-        print(f"hotmem-eval: evaluator failure: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    except OSError as exc:
-        print(f"hotmem-eval: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
-        return EXIT_FAILURE
+    except tuple(EXIT_CODES) as exc:
+        code, prefix = exit_code(exc)
+        print(f"{prefix}{_message(exc)}", file=sys.stderr)
+        return code
     except Exception as exc:  # an evaluator bug: one line, or the traceback when asked for
         if os.environ.get("HOTMEM_EVAL_TRACEBACK"):
             raise

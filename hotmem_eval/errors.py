@@ -3,7 +3,9 @@
 ::
 
     EvalError                  every error hotmem_eval raises on purpose
-    └── FixtureError           a retrieval fixture is malformed (carries every Problem found)
+    ├── FixtureError           a retrieval fixture is malformed (carries every Problem found)
+    └── UsageError             other input from the user cannot be used: a run directory that
+                               is not an export, SQL that DuckDB rejects
 
 ``Problem`` is not an exception: it is one finding of fixture validation, located as
 ``path:line`` and graded ``error`` (the fixture is refused) or ``warning`` (it loads, and the
@@ -17,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["EvalError", "FixtureError", "Problem", "Severity"]
+__all__ = ["EvalError", "FixtureError", "Problem", "Severity", "UsageError"]
 
 Severity = Literal["error", "warning"]
 
@@ -76,3 +78,7 @@ def _render(problem: Problem) -> str:
     if problem.severity == "warning":
         return str(Problem(problem.path, problem.line, f"warning: {problem.reason}"))
     return str(problem)
+
+
+class UsageError(EvalError):
+    """Input from the user other than a fixture cannot be used (the CLI exits 2)."""

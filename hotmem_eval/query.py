@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import duckdb
 
-from hotmem_eval.errors import EvalError
+from hotmem_eval.errors import UsageError
 from hotmem_eval.metric_registry import metrics_frame
 from hotmem_eval.outputs import EXPORT_TABLES, MANIFEST
 from hotmem_eval.sqlfiles import sql_files
@@ -45,21 +45,21 @@ def _manifest(directory: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise EvalError(
+        raise UsageError(
             f"{directory}: not a run export (no {MANIFEST}); create one with --export-dir"
         ) from None
     except (OSError, ValueError) as exc:
-        raise EvalError(f"{path}: cannot read the manifest: {exc}") from None
+        raise UsageError(f"{path}: cannot read the manifest: {exc}") from None
 
 
 def open_runs(directories: Sequence[Path]) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with every export table of ``directories`` as a view.
 
     Raises:
-        EvalError: a directory is not a run export or misses a table.
+        UsageError: a directory is not a run export or misses a table.
     """
     if not directories:
-        raise EvalError("expected at least one run directory")
+        raise UsageError("expected at least one run directory")
     manifests = [_manifest(directory) for directory in directories]
     names = _run_names(directories)
     con = duckdb.connect()
@@ -68,7 +68,7 @@ def open_runs(directories: Sequence[Path]) -> duckdb.DuckDBPyConnection:
         for directory, name in zip(directories, names, strict=True):
             path = directory / f"{table}.parquet"
             if not path.is_file():
-                raise EvalError(f"{directory}: missing {path.name} (expected every export table)")
+                raise UsageError(f"{directory}: missing {path.name} (expected every export table)")
             parts.append(f"SELECT {_quote(name)} AS run, * FROM read_parquet({_quote(str(path))})")
         con.execute(f"CREATE VIEW {table} AS " + " UNION ALL BY NAME ".join(parts))
     # A table copied from the registry, so the connection does not hold a Python object.
@@ -130,7 +130,7 @@ def run_query(directories: Sequence[Path], sql: str, *, fmt: Format = "table") -
     """Run ``sql`` over the runs in ``directories`` and format the result.
 
     Raises:
-        EvalError: a directory is not a run export, or DuckDB rejects the SQL.
+        UsageError: a directory is not a run export, or DuckDB rejects the SQL.
     """
     con = open_runs(directories)
     try:
@@ -140,6 +140,6 @@ def run_query(directories: Sequence[Path], sql: str, *, fmt: Format = "table") -
         return format_rows(list(relation.columns), relation.fetchall(), fmt)
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0]
-        raise EvalError(f"query failed: {first}") from None
+        raise UsageError(f"query failed: {first}") from None
     finally:
         con.close()

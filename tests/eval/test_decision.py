@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hotmem_eval.decision import GUARDS, Evidence, recommend
+from hotmem_eval.decision import GUARDS, Evidence, Recommendation, recommend
 
 
 def evidence(
@@ -73,6 +73,14 @@ def test_guards_never_recommend_entities_or_learned_rerankers() -> None:
         assert "learned" not in text
 
 
-def test_recommendation_is_deterministic() -> None:
-    case = evidence(semantic=0.3)
-    assert recommend(case) == recommend(case)
+def test_recommendation_is_the_whole_text_with_its_numbers() -> None:
+    assert recommend(evidence(semantic=0.3)) == Recommendation(
+        rule=2,
+        code="portable_semantic_embeddings",
+        text=(
+            "semantic_paraphrase Recall@5 (0.300) is 0.700 below exact_lexical Recall@5 (1.000), "
+            "at least 0.15: build portable semantic embeddings next (portable derived-index "
+            "contract and optional semantic embedder)."
+        ),
+        guards=GUARDS,
+    )

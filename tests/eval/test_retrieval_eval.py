@@ -15,8 +15,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+import hotmem
 from hotmem_eval.baseline import compare, dumps, load_baseline, normalise
 from hotmem_eval.cli import main
+from hotmem_eval.errors import EvalError, UsageError
 from hotmem_eval.metric_registry import metrics_frame
 from hotmem_eval.report import render_markdown
 from hotmem_eval.sqlfiles import sql_metrics
@@ -356,3 +358,36 @@ def test_an_evaluator_bug_is_one_line_and_exit_1(
     monkeypatch.setenv("HOTMEM_EVAL_TRACEBACK", "1")
     with pytest.raises(RuntimeError, match="boom"):
         main(["--output", str(tmp_path / "r.json")])
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "last_line"),
+    [
+        (UsageError("run/: not a run export"), 2, "hotmem-eval: run/: not a run export"),
+        (EvalError("query_id='q' changed"), 1, "hotmem-eval: query_id='q' changed"),
+        (hotmem.StoreError("locked"), 1, "hotmem-eval: evaluator failure: locked"),
+        (
+            FileNotFoundError(2, "No such file or directory", "x.json"),
+            1,
+            "hotmem-eval: x.json: No such file or directory",
+        ),
+        (KeyboardInterrupt(), 130, "hotmem-eval: interrupted"),
+    ],
+)
+def test_every_error_class_has_one_exit_code(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    error: BaseException,
+    code: int,
+    last_line: str,
+) -> None:
+    import hotmem_eval.cli as cli
+
+    def fail(*args: object) -> int:
+        raise error
+
+    monkeypatch.setattr(cli, "_run", fail)
+    monkeypatch.setattr(cli, "_query", fail)
+    assert main([]) == code
+    assert capsys.readouterr().err.splitlines()[-1] == last_line
+    assert main(["query", "run/", "select 1"]) == code
