@@ -183,6 +183,23 @@ def test_invalid_fixture_exits_2_with_every_problem(tmp_path: Path) -> None:
     assert completed.stdout == ""
 
 
+def test_a_memory_the_store_would_refuse_is_a_fixture_error_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    lines = (FIXTURE / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    too_long = {"memory_id": "x" * 600, "identifier": "a", "fact": "f", "importance": 0.5}
+    lines.append(json.dumps(too_long | {"tags": []}))
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["--corpus", str(corpus), "--output", str(tmp_path / "r.json")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"{corpus}:{len(lines)}: expected memory_id of at most 512 characters, "
+        "found 600 characters",
+        "hotmem-eval: invalid fixture: 1 error(s)",
+    ]
+    assert not (tmp_path / "r.json").exists()
+
+
 def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--queries", str(tmp_path / "nope.jsonl")]) == 2
     assert "nope.jsonl" in capsys.readouterr().err
