@@ -32,7 +32,7 @@ from hotmem.fields import (
     format_timestamp,
     text_breach,
 )
-from hotmem.fts import FTS_TOKENIZER
+from hotmem.fts import FTS_TOKENIZER, LEXICAL_INDEX
 from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
 from hotmem.models import Memory, fixed_clock, parse_timestamp, system_clock
 from hotmem.search import (
@@ -58,6 +58,7 @@ __all__ = [
     "DIMENSION",
     "FIELD_NAMES",
     "FTS_TOKENIZER",
+    "LEXICAL_INDEX",
     "MAX_ID_LENGTH",
     "MAX_LIMIT",
     "MIN_SIMILARITY",

@@ -10,10 +10,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from hotmem import schema
+from hotmem import migrations, schema
 from hotmem.embed import embed_bytes
 from hotmem.errors import DuplicateMemoryError, MemoryNotFoundError, StoreError, ValidationError
 from hotmem.fields import format_timestamp
+from hotmem.fts import cjk_index_text
 from hotmem.models import (
     Clock,
     Memory,
@@ -61,6 +62,58 @@ def _memory_row(memory: Memory) -> tuple[str, str, str, float, str, str, bytes]:
     )
 
 
+def _cjk_rows(memories: Iterable[Memory]) -> Iterator[tuple[str, str]]:
+    """``(grams, memory_id)`` for the memories whose fact has CJK letters."""
+    for memory in memories:
+        if not memory.fact.isascii():
+            grams = cjk_index_text(memory.fact)
+            if grams is not None:
+                yield grams, memory.memory_id
+
+
+def rebuild_lexical_index(connection: sqlite3.Connection) -> None:
+    """Rebuild both lexical indexes from the facts, inside the caller's transaction.
+
+    The indexes are derived data (``docs/snapshot-v2.md``, "Derived indexes"): migrations and
+    hydration call this so that every store is indexed by the code that reads it.
+    """
+    connection.execute(schema.REBUILD_FTS)
+    connection.execute(schema.CLEAR_CJK)
+    rows = (
+        (rowid, grams)
+        for rowid, fact in connection.execute(schema.SELECT_FACTS)
+        if not fact.isascii() and (grams := cjk_index_text(fact)) is not None
+    )
+    connection.executemany(schema.INSERT_CJK_ROW, list(rows))
+
+
+def _cjk_index_problems(connection: sqlite3.Connection) -> tuple[str, ...]:
+    """How ``memories_cjk`` differs from the grams of the facts, one line per kind."""
+    expected = {
+        rowid: grams
+        for rowid, fact in connection.execute(schema.SELECT_FACTS)
+        if not fact.isascii() and (grams := cjk_index_text(fact)) is not None
+    }
+    try:
+        found = dict(connection.execute("SELECT rowid, grams FROM memories_cjk"))
+    except sqlite3.DatabaseError as exc:
+        return (f"CJK index: cannot be read: {exc}",)
+    kinds = (
+        ("missing", sorted(expected.keys() - found.keys())),
+        ("not memories", sorted(found.keys() - expected.keys())),
+        (
+            "other grams",
+            sorted(r for r in expected.keys() & found.keys() if expected[r] != found[r]),
+        ),
+    )
+    return tuple(
+        f"CJK index: {len(rowids)} row(s) {kind} (first rowid {rowids[0]}); expected the grams "
+        "of each fact with CJK letters (MemoryStore.rebuild_lexical_index() rebuilds them)"
+        for kind, rowids in kinds
+        if rowids
+    )
+
+
 def connect(path: str | os.PathLike[str]) -> sqlite3.Connection:
     """Open a SQLite connection with HotMem's settings (autocommit; explicit transactions)."""
     target = os.fspath(path)
@@ -89,10 +142,29 @@ def initialise(connection: sqlite3.Connection, *, with_triggers: bool = True) ->
         connection.executescript(schema.CREATE_FTS_TRIGGERS)
 
 
+def _stored_version(meta: Mapping[str, str]) -> int | None:
+    text = meta.get("schema_version", "")
+    return int(text) if text.isdigit() else None
+
+
+def _migratable(meta: Mapping[str, str]) -> bool:
+    """Whether ``migrations.upgrade`` can bring a store with this metadata to this version."""
+    version = _stored_version(meta)
+    if version is None or version >= schema.SCHEMA_VERSION:
+        return False
+    steps = range(version, schema.SCHEMA_VERSION)
+    expected = schema.expected_meta()
+    same_vectors = all(
+        meta.get(k) == expected[k] for k in ("embedding_model", "embedding_dimension")
+    )
+    return same_vectors and all(step in migrations.MIGRATIONS for step in steps)
+
+
 def incompatibility(connection: sqlite3.Connection, target: str) -> str | None:
     """Why the database behind ``connection`` cannot serve as a HotMem store, or None.
 
-    An empty database is compatible (it can be initialised).
+    An empty database is compatible (it can be initialised), and so is a store of an earlier
+    schema version that ``migrations`` can upgrade.
     """
     tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
     if not tables:
@@ -100,6 +172,8 @@ def incompatibility(connection: sqlite3.Connection, target: str) -> str | None:
     if not {"hotmem_meta", "memories"} <= tables:
         return f"{target!r} is a SQLite database but not a HotMem store"
     meta = dict(connection.execute("SELECT key, value FROM hotmem_meta"))
+    if _migratable(meta):
+        return None
     for key, expected in schema.expected_meta().items():
         if meta.get(key) != expected:
             return (
@@ -115,6 +189,21 @@ def _check_compatible(connection: sqlite3.Connection, target: str) -> None:
         raise StoreError(problem)
     if connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
         initialise(connection)
+        return
+    meta = dict(connection.execute("SELECT key, value FROM hotmem_meta"))
+    if not _migratable(meta):
+        return
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        # Read again under the write lock: another process may have migrated meanwhile.
+        meta = dict(connection.execute("SELECT key, value FROM hotmem_meta"))
+        version = _stored_version(meta)
+        if _migratable(meta) and version is not None:
+            migrations.upgrade(connection, version, label=repr(target))
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
 
 
 class MemoryStore:
@@ -237,6 +326,7 @@ class MemoryStore:
                 connection.execute(schema.CREATE_INSERT_TRIGGER)
             else:
                 connection.executemany(_INSERT_MEMORY, rows)
+            connection.executemany(schema.INSERT_CJK, _cjk_rows(memories))
         except sqlite3.IntegrityError as exc:
             connection.execute("ROLLBACK")
             if "memories.memory_id" in str(exc):
@@ -331,19 +421,42 @@ class MemoryStore:
 
         return write_snapshot(self._connection, path, overwrite=overwrite)
 
-    def check_integrity(self) -> tuple[str, ...]:
-        """What is wrong with the store's file and its full-text index; empty when sound.
+    def rebuild_lexical_index(self) -> None:
+        """Rebuild the word and CJK indexes from the facts, in one transaction.
 
-        Runs SQLite's ``PRAGMA integrity_check`` and FTS5's ``integrity-check`` with content
-        comparison, which also finds a memory missing from the index or indexed with other text.
+        The indexes are derived data; this repairs them when :meth:`check_integrity` reports a
+        problem with either. Searches in other processes see the old or the new index, never a
+        mixture.
         """
-        problems = tuple(str(row[0]) for row in self._connection.execute("PRAGMA integrity_check"))
-        problems = () if problems == ("ok",) else problems
+        connection = self._connection
+        connection.execute("BEGIN IMMEDIATE")
         try:
-            self._connection.execute(schema.CHECK_FTS_INTEGRITY)
-        except sqlite3.DatabaseError as exc:
-            problems += (f"full-text index: {exc}",)
-        return problems
+            rebuild_lexical_index(connection)
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+
+    def check_integrity(self) -> tuple[str, ...]:
+        """What is wrong with the store's file and its lexical indexes; empty when sound.
+
+        Runs SQLite's ``PRAGMA integrity_check``, FTS5's ``integrity-check`` of both lexical
+        indexes (with content comparison for the word index, which also finds a memory missing
+        from it or indexed with other text), and compares the CJK gram index with the grams of
+        every fact (``fts.cjk_index_text``).
+        """
+        connection = self._connection
+        problems = tuple(str(row[0]) for row in connection.execute("PRAGMA integrity_check"))
+        problems = () if problems == ("ok",) else problems
+        for label, check in (
+            ("full-text index", schema.CHECK_FTS_INTEGRITY),
+            ("CJK index", schema.CHECK_CJK_INTEGRITY),
+        ):
+            try:
+                connection.execute(check)
+            except sqlite3.DatabaseError as exc:
+                problems += (f"{label}: {exc}",)
+        return problems + _cjk_index_problems(connection)
 
     def vector_index(self) -> VectorIndex:
         """The in-memory vector index, reloaded when this or another connection wrote."""

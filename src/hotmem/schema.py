@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 from hotmem.embed import DIMENSION, MODEL_NAME
-from hotmem.fts import FTS_TOKENIZER
+from hotmem.fts import CJK_TOKENIZER, FTS_TOKENIZER, LEXICAL_INDEX
 
 __all__ = [
+    "CHECK_CJK_INTEGRITY",
     "CHECK_FTS_INTEGRITY",
+    "CLEAR_CJK",
     "CREATE_FTS_TRIGGERS",
     "CREATE_INSERT_TRIGGER",
     "CREATE_TABLES",
     "DROP_INSERT_TRIGGER",
+    "FTS_TRIGGERS",
     "INDEX_ROWS_AFTER",
+    "INSERT_CJK",
+    "INSERT_CJK_ROW",
+    "LEXICAL_TABLES",
+    "REBUILD_FTS",
     "SCHEMA_VERSION",
+    "SELECT_FACTS",
     "expected_meta",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 CREATE_TABLES = f"""
 CREATE TABLE hotmem_meta (
@@ -36,15 +44,24 @@ CREATE TABLE memories (
 );
 
 CREATE INDEX memories_by_identifier ON memories (identifier);
+"""
 
--- External-content index over memories.fact; the triggers below keep it in sync.
+# The lexical indexes are derived data: a migration or a hydration drops and rebuilds them.
+# The words of every fact: an external-content index over memories.fact, kept in sync by the
+# triggers below.
+WORD_INDEX = f"""
 CREATE VIRTUAL TABLE memories_fts USING fts5 (
     fact,
     content = 'memories',
     content_rowid = 'rowid',
     tokenize = '{FTS_TOKENIZER}'
-);
+)
 """
+# The CJK grams (fts.cjk_index_text) of the facts that have CJK letters, keyed by memory rowid;
+# written by the store with each memory, deleted by memories_fts_delete.
+CJK_INDEX = f"CREATE VIRTUAL TABLE memories_cjk USING fts5 (grams, tokenize = '{CJK_TOKENIZER}')"
+LEXICAL_TABLES = (WORD_INDEX, CJK_INDEX)
+CREATE_TABLES += ";\n".join(LEXICAL_TABLES) + ";\n"
 
 # Indexing one row per trigger call costs ~17 µs; one INSERT ... SELECT over a batch ~2 µs a
 # row. Bulk writes therefore drop this trigger inside their transaction, index the new rows in
@@ -59,25 +76,36 @@ INDEX_ROWS_AFTER = (
     "INSERT INTO memories_fts (rowid, fact) SELECT rowid, fact FROM memories WHERE rowid > ?"
 )
 
-# Created after a bulk load (hydration rebuilds the index once instead of row by row).
-CREATE_FTS_TRIGGERS = (
-    CREATE_INSERT_TRIGGER
-    + """;
-
+CREATE_DELETE_TRIGGER = """
 CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
     INSERT INTO memories_fts (memories_fts, rowid, fact) VALUES ('delete', old.rowid, old.fact);
-END;
-
+    DELETE FROM memories_cjk WHERE rowid = old.rowid;
+END
+"""
+CREATE_UPDATE_TRIGGER = """
 CREATE TRIGGER memories_fts_update AFTER UPDATE OF fact ON memories BEGIN
     INSERT INTO memories_fts (memories_fts, rowid, fact) VALUES ('delete', old.rowid, old.fact);
     INSERT INTO memories_fts (rowid, fact) VALUES (new.rowid, new.fact);
-END;
+END
 """
-)
+FTS_TRIGGERS = (CREATE_INSERT_TRIGGER, CREATE_DELETE_TRIGGER, CREATE_UPDATE_TRIGGER)
+# Created after a bulk load (hydration rebuilds the index once instead of row by row).
+CREATE_FTS_TRIGGERS = ";\n".join(FTS_TRIGGERS) + ";\n"
 
+
+# The CJK grams of one memory, by memory_id (its rowid is assigned by the insert before).
+INSERT_CJK = (
+    "INSERT INTO memories_cjk (rowid, grams) SELECT rowid, ? FROM memories WHERE memory_id = ?"
+)
+# Rebuilding the derived lexical indexes from the facts (migrations and hydration).
+REBUILD_FTS = "INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')"
+CLEAR_CJK = "DELETE FROM memories_cjk"
+INSERT_CJK_ROW = "INSERT INTO memories_cjk (rowid, grams) VALUES (?, ?)"
+SELECT_FACTS = "SELECT rowid, fact FROM memories"
 
 # With rank 1, FTS5 also compares the index with the content table (memories.fact).
 CHECK_FTS_INTEGRITY = "INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)"
+CHECK_CJK_INTEGRITY = "INSERT INTO memories_cjk (memories_cjk) VALUES ('integrity-check')"
 
 
 def expected_meta() -> dict[str, str]:
@@ -86,5 +114,5 @@ def expected_meta() -> dict[str, str]:
         "schema_version": str(SCHEMA_VERSION),
         "embedding_model": MODEL_NAME,
         "embedding_dimension": str(DIMENSION),
-        "fts_tokenizer": FTS_TOKENIZER,
+        "fts_tokenizer": LEXICAL_INDEX,
     }

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from hotmem.db import MemoryStore
 from hotmem.embed import embed
 from hotmem.errors import MemoryNotFoundError, ValidationError
-from hotmem.fts import match_expression, query_terms
+from hotmem.fts import lexical_query
 from hotmem.fusion import (
     MIN_SIMILARITY,
     WEIGHTS,
@@ -135,6 +135,7 @@ class Explanation:
 # Every match in the whole index: scoping happens on positions afterwards, because a join on
 # identifier makes SQLite probe the FTS index once per row of the scope (measured 30x slower).
 BM25_SQL = "SELECT rowid, -bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?"
+CJK_BM25_SQL = "SELECT rowid, -bm25(memories_cjk) FROM memories_cjk WHERE memories_cjk MATCH ?"
 
 
 def _lexical_positions(
@@ -142,13 +143,17 @@ def _lexical_positions(
 ) -> dict[int, float]:
     """Raw BM25 (higher is better) of every memory in scope matching an informative term,
     by its position in ``index``."""
-    expression = match_expression(query_terms(query))
-    if expression is None:
-        return {}
+    expressions = lexical_query(query)
     position = index.position
-    found = {
-        position[rowid]: raw for rowid, raw in store.connection.execute(BM25_SQL, (expression,))
-    }
+    found: dict[int, float] = {}
+    if expressions.words is not None:
+        rows = store.connection.execute(BM25_SQL, (expressions.words,))
+        found = {position[rowid]: raw for rowid, raw in rows}
+    if expressions.cjk is not None:
+        # A memory matching words and CJK grams sums both: BM25 is a sum over query terms.
+        for rowid, raw in store.connection.execute(CJK_BM25_SQL, (expressions.cjk,)):
+            p = position[rowid]
+            found[p] = found.get(p, 0.0) + raw
     if identifier is None:
         return found
     scope = index.scope(identifier)

@@ -33,7 +33,6 @@ _INSERT = (
     "INSERT INTO memories (memory_id, identifier, fact, importance, tags, created_at, embedding) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
-_REBUILD_FTS = "INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')"
 # json.dumps' own C string encoder (no ASCII escaping).
 _quote = json.encoder.encode_basestring
 _SIDE_FILES = ("-journal", "-wal", "-shm")
@@ -168,8 +167,9 @@ def _open_empty(temporary: Path) -> tuple[sqlite3.Connection, list[str]]:
 def _finish(connection: sqlite3.Connection, indexes: list[str]) -> None:
     for sql in indexes:  # the schema's own text, so the store's schema is unchanged
         connection.execute(sql)
-    # One rebuild indexes exactly the rows loaded, as the source's index held them.
-    connection.execute(_REBUILD_FTS)
+    # The lexical indexes are derived: built by this code from the facts loaded, whatever
+    # tokenizer the package's source used (docs/snapshot-v2.md, "Derived indexes").
+    db.rebuild_lexical_index(connection)
     connection.execute("COMMIT")
     connection.executescript(schema.CREATE_FTS_TRIGGERS)
 
