@@ -16,13 +16,13 @@ params AS (
     SELECT
         CASE
             WHEN getvariable('baseline') IS NULL THEN error(
-                'paired_deltas needs two profiles: SET VARIABLE baseline = ''...''; SET VARIABLE candidate = ''...'''
+                'paired_deltas needs the baseline profile: SET VARIABLE baseline = ''default'''
             )
             ELSE CAST(getvariable('baseline') AS VARCHAR)
         END AS baseline,
         CASE
             WHEN getvariable('candidate') IS NULL THEN error(
-                'paired_deltas needs two profiles: SET VARIABLE baseline = ''...''; SET VARIABLE candidate = ''...'''
+                'paired_deltas needs the candidate profile: SET VARIABLE candidate = ''rrf'''
             )
             ELSE CAST(getvariable('candidate') AS VARCHAR)
         END AS candidate
@@ -44,80 +44,85 @@ candidate_rows AS (
     WHERE per_query_metrics.profile = params.candidate
 ),
 
--- Each profile must have rows at all: a misspelt name would otherwise pair nothing.
-present AS (
-    SELECT
-        CASE
-            WHEN NOT EXISTS (SELECT 1 FROM baseline_rows) THEN error(
-                'paired_deltas: expected rows of profile ''' || params.baseline
-                || ''' in per_query_metrics, found none'
-            )
-            WHEN NOT EXISTS (SELECT 1 FROM candidate_rows) THEN error(
-                'paired_deltas: expected rows of profile ''' || params.candidate
-                || ''' in per_query_metrics, found none'
-            )
-            ELSE true
-        END AS ok
-    FROM params
-),
-
--- A full join on every key column, so that a row of one profile only stops the query.
+-- A full join on every key column, so that a row of one profile only is seen.
 pairs AS (
     SELECT
-        CASE
-            WHEN baseline_rows.query_id IS NULL THEN error(
-                'paired_deltas: expected both profiles to cover the same queries, found query_id='''
-                || candidate_rows.query_id || ''' metric=''' || candidate_rows.metric
-                || ''' only in the candidate'
-            )
-            WHEN candidate_rows.query_id IS NULL THEN error(
-                'paired_deltas: expected both profiles to cover the same queries, found query_id='''
-                || baseline_rows.query_id || ''' metric=''' || baseline_rows.metric
-                || ''' only in the baseline'
-            )
-            ELSE baseline_rows.query_id
-        END AS query_id,
-        baseline_rows.category,
-        baseline_rows.metric,
+        coalesce(baseline_rows.query_id, candidate_rows.query_id) AS query_id,
+        coalesce(baseline_rows.category, candidate_rows.category) AS category,
+        coalesce(baseline_rows.metric, candidate_rows.metric) AS metric,
         baseline_rows.applicable,
         baseline_rows.value AS baseline_value,
-        candidate_rows.value AS candidate_value
+        candidate_rows.value AS candidate_value,
+        baseline_rows.query_id IS NULL AS only_candidate,
+        candidate_rows.query_id IS NULL AS only_baseline
     FROM baseline_rows
     FULL JOIN candidate_rows
         ON candidate_rows.query_id = baseline_rows.query_id
         AND candidate_rows.metric = baseline_rows.metric
         AND candidate_rows.category = baseline_rows.category
         AND candidate_rows.applicable = baseline_rows.applicable
-    CROSS JOIN present
-    WHERE present.ok
 ),
 
-ordered AS (
+-- The checks, as one aggregate row, so that an error stops the query whatever rows the filter
+-- below keeps. The example named is the smallest (query_id, metric) breaking the rule.
+checks AS (
     SELECT
-        pairs.*,
-        CASE
-            WHEN metrics.metric IS NULL THEN error(
-                'paired_deltas: expected per_query_metrics metrics of the input metrics, found metric='''
-                || pairs.metric || ''''
-            )
-            ELSE metrics.metric_order
-        END AS metric_order
+        count(*) FILTER (WHERE NOT only_candidate) AS baseline_count,
+        count(*) FILTER (WHERE NOT only_baseline) AS candidate_count,
+        min(metric) FILTER (WHERE metric NOT IN (SELECT metric FROM metrics)) AS unknown_metric,
+        count(*) FILTER (WHERE only_candidate) AS only_candidate,
+        min(query_id || ''' metric=''' || metric) FILTER (WHERE only_candidate) AS candidate_example,
+        count(*) FILTER (WHERE only_baseline) AS only_baseline,
+        min(query_id || ''' metric=''' || metric) FILTER (WHERE only_baseline) AS baseline_example
     FROM pairs
-    LEFT JOIN metrics ON metrics.metric = pairs.metric
+),
+
+checked AS (
+    SELECT
+        CASE
+            WHEN checks.baseline_count = 0 THEN error(
+                'paired_deltas: expected rows of profile ''' || params.baseline
+                || ''' in per_query_metrics, found none'
+            )
+            WHEN checks.candidate_count = 0 THEN error(
+                'paired_deltas: expected rows of profile ''' || params.candidate
+                || ''' in per_query_metrics, found none'
+            )
+            WHEN checks.unknown_metric IS NOT NULL THEN error(
+                'paired_deltas: expected per_query_metrics metrics of the input metrics, found metric='''
+                || checks.unknown_metric || ''''
+            )
+            WHEN checks.only_candidate > 0 THEN error(
+                'paired_deltas: expected both profiles to have the same (query_id, category, metric, applicable) rows, found '
+                || checks.only_candidate || ' only in the candidate, e.g. query_id='''
+                || checks.candidate_example || ''''
+            )
+            WHEN checks.only_baseline > 0 THEN error(
+                'paired_deltas: expected both profiles to have the same (query_id, category, metric, applicable) rows, found '
+                || checks.only_baseline || ' only in the baseline, e.g. query_id='''
+                || checks.baseline_example || ''''
+            )
+            ELSE true
+        END AS ok
+    FROM checks
+    CROSS JOIN params
 )
 
 SELECT
     params.baseline,
     params.candidate,
-    ordered.query_id,
-    ordered.category,
-    ordered.metric,
-    CAST(ordered.baseline_value AS DOUBLE) AS baseline_value,
-    CAST(ordered.candidate_value AS DOUBLE) AS candidate_value,
-    CAST(ordered.candidate_value AS DOUBLE) - CAST(ordered.baseline_value AS DOUBLE) AS delta
-FROM ordered
+    pairs.query_id,
+    pairs.category,
+    pairs.metric,
+    CAST(pairs.baseline_value AS DOUBLE) AS baseline_value,
+    CAST(pairs.candidate_value AS DOUBLE) AS candidate_value,
+    CAST(pairs.candidate_value AS DOUBLE) - CAST(pairs.baseline_value AS DOUBLE) AS delta
+FROM pairs
 CROSS JOIN params
-WHERE ordered.applicable
-    AND ordered.baseline_value IS NOT NULL
-    AND ordered.candidate_value IS NOT NULL
-ORDER BY ordered.metric_order, ordered.query_id
+CROSS JOIN checked
+JOIN metrics ON metrics.metric = pairs.metric
+WHERE checked.ok
+    AND pairs.applicable
+    AND pairs.baseline_value IS NOT NULL
+    AND pairs.candidate_value IS NOT NULL
+ORDER BY metrics.metric_order, pairs.query_id
