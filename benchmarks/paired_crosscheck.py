@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 import hotmem  # noqa: E402
 from hotmem_eval.comparison import compare_profiles, paired_deltas  # noqa: E402
+from hotmem_eval.comparison_report import render_ablation_table  # noqa: E402
 from hotmem_eval.fixtures import load_fixture  # noqa: E402
 from hotmem_eval.ingest import open_fixture_store  # noqa: E402
 from hotmem_eval.metrics import per_query_metrics  # noqa: E402
@@ -254,6 +255,12 @@ def main() -> None:
         profiles = list(dict.fromkeys(frame["profile"].to_list()))
         carlo = compare_profiles(frame, profiles=profiles)["method"].eq("monte-carlo").sum()
         print(f"| {name} | {min(times):.3f} | {statistics.median(times):.3f} | {carlo} |")
+    print()
+    print("Each fusion weight set to 0 in turn, against the production weights:")
+    print()
+    comparisons = compare_profiles(per_query, profiles=list(VARIANTS))
+    labels = {name: f"{name[3:]} weight" for name in VARIANTS if name.startswith("no-")}
+    print(render_ablation_table(comparisons, k=K, labels=labels), end="")
     try:
         real = crosscheck(per_query, args.permutations)
         made = synthetic(args.permutations)

@@ -309,8 +309,8 @@ BAD_CASES: list[tuple[str, Any, Any, str]] = [
         "repeated_row",
         pl.concat([PER_QUERY, PER_QUERY.head(1)]),
         ["base", "cand"],
-        "expected \\(profile, query_id, metric\\) unique in per_query, found 2 repeated row\\(s\\), "
-        "e.g. profile='base', query_id='q1', metric='recall_at_1'",
+        "expected \\(profile, query_id, metric\\) unique in per_query, found 2 repeated "
+        "row\\(s\\), e.g. profile='base', query_id='q1', metric='recall_at_1'",
     ),
     (
         "unknown_metric",
