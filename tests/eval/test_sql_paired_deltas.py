@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import duckdb
@@ -17,15 +18,27 @@ from tests.eval.test_comparison import PER_QUERY, _without, two_profiles
 
 
 def sql_deltas(
-    per_query: pl.DataFrame | Path, baseline: str | None, candidate: str | None
+    per_query: pl.DataFrame | Path,
+    baseline: str | None,
+    candidate: str | None,
+    con: duckdb.DuckDBPyConnection | None = None,
 ) -> pl.DataFrame:
-    with duckdb.connect() as con:
-        bind_inputs(con, metrics=metrics_frame(), per_query_metrics=per_query)
-        if baseline is not None:
-            con.execute("SET VARIABLE baseline = ?", [baseline])
-        if candidate is not None:
-            con.execute("SET VARIABLE candidate = ?", [candidate])
-        return con.sql(sql_file("paired_deltas").text).pl()
+    """Run the file on ``con`` (a fresh connection by default) with these inputs bound."""
+    if con is None:
+        with duckdb.connect() as fresh:
+            return sql_deltas(per_query, baseline, candidate, fresh)
+    bind_inputs(con, metrics=metrics_frame(), per_query_metrics=per_query)
+    if baseline is not None:
+        con.execute("SET VARIABLE baseline = ?", [baseline])
+    if candidate is not None:
+        con.execute("SET VARIABLE candidate = ?", [candidate])
+    return con.sql(sql_file("paired_deltas").text).pl()
+
+
+@functools.cache
+def shared_connection() -> duckdb.DuckDBPyConnection:
+    """One connection for the property test's examples (opening one costs more than a query)."""
+    return duckdb.connect()
 
 
 def test_header() -> None:
@@ -46,7 +59,8 @@ def test_sql_agrees_with_the_polars_builder(baseline: str, candidate: str) -> No
 @given(two_profiles())
 def test_sql_agrees_on_random_frames(per_query: pl.DataFrame) -> None:
     expected = paired_deltas(per_query, profiles=["a", "b"], metrics=list(METRICS))
-    assert_frame_equal(sql_deltas(per_query, "a", "b"), expected, check_exact=True)
+    got = sql_deltas(per_query, "a", "b", shared_connection())
+    assert_frame_equal(got, expected, check_exact=True)
 
 
 def test_sql_runs_over_exported_parquet(tmp_path: Path) -> None:
