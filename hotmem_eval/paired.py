@@ -10,8 +10,9 @@ on every platform:
   depend on numpy's generators, whose streams numpy guarantees only within one build.
 - Every test starts from its own fixed seed (``SIGN_FLIP_SEED``, ``BOOTSTRAP_SEED``), so a
   comparison's p-value and interval depend on its own differences only, not on what else ran.
-- Sums are plain left-to-right float additions (no BLAS, no reduction whose order numpy may
-  change); means of whole samples are ``math.fsum`` (correctly rounded).
+- Sums are float additions in a fixed order (no BLAS, no reduction whose order numpy may
+  change): left to right, except that the Monte-Carlo test adds partial sums of eight
+  differences left to right; means of whole samples are ``math.fsum`` (correctly rounded).
 
 A difference is **zero** when ``abs(d) <= TOLERANCE``: a tie. Ties carry no sign information and
 are left out of the sign-flip test (not of the bootstrap, which resamples every pair).
@@ -124,7 +125,7 @@ def nonzero_differences(differences: Sequence[float]) -> Floats:
     """
     values = np.asarray(differences, dtype=np.float64)
     if values.ndim != 1 or not np.isfinite(values).all():
-        raise EvalError(f"expected a sequence of finite differences, found {differences!r}")
+        raise EvalError(f"expected a sequence of finite differences, found {differences!r:.80}")
     return values[np.abs(values) > TOLERANCE]
 
 
@@ -280,7 +281,8 @@ def _draw_index(n: int, first: int, count: int) -> npt.NDArray[np.int64]:
     """The draws of resamples ``first .. first + count - 1`` of n, one row per draw position.
 
     Transposed (n x count), so each draw position is one contiguous gather. Read-only and
-    cached: every comparison of n queries draws the same indices.
+    cached: every comparison of n queries draws the same indices (a block holds at most
+    ``_BLOCK_WORDS`` indices, 8 MiB).
     """
     halves = _halves(first * n, count * n)
     index = ((halves * np.uint64(n)) >> np.uint64(32)).astype(np.int64)
