@@ -41,8 +41,8 @@ DATA = frames(
 
 def test_registry_lists_the_files_in_number_order() -> None:
     files = sql_files()
-    assert list(files) == ["per_query_metrics", "category_metrics"]
-    assert [file.number for file in files.values()] == [1, 2]
+    assert list(files) == ["per_query_metrics", "category_metrics", "paired_deltas"]
+    assert [file.number for file in files.values()] == [1, 2, 3]
     for file in files.values():
         assert file.path.parent == SQL_DIR
         assert file.path.name == f"{file.number:03d}_{file.name}.sql"
