@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -137,7 +138,7 @@ def test_a_length_group_larger_than_the_token_budget_is_split(
 
     monkeypatch.setattr(embedder, "_session", type("Counted", (), {"run": staticmethod(counted)}))
     assert embedder.embed_many(texts) == alone
-    assert len(calls) == runs  # 5 texts of 64 tokens: 4096 -> [5]; 128 -> [2, 2, 1]; 10 -> 1 each
+    assert len(calls) == runs  # 5 texts of 64 tokens: 1024 -> [5]; 128 -> [2, 2, 1]; 10 -> 1 each
     assert sum(calls) == 5
     assert len(set(alone)) == 5
 
@@ -269,6 +270,25 @@ def test_loading_the_semantic_embedder_imports_its_modules_then_only() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert completed.stdout.split("\n")[:2] == ["", "numpy onnxruntime tokenizers"]
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "semantic.md"
+
+
+def documented_examples() -> list[tuple[str, str]]:
+    """Each ```python block of docs/semantic.md directly followed by a ```text block."""
+    blocks = re.findall(r"```python\n(.*?)```\n\n```text\n(.*?)```", DOCS.read_text("utf-8"), re.S)
+    assert blocks, "docs/semantic.md has no example with its output"
+    return blocks
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("code", "output"), documented_examples())
+def test_the_documented_example_prints_what_the_page_shows(code: str, output: str) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert completed.stdout == output
 
 
 def write_golden() -> None:
