@@ -15,8 +15,9 @@ and prints the cosine between the two vectors of each text (min, 1st percentile,
 largest component difference, whether both tokenise every text to the same ids, and each
 side's embeddings a second on one thread.
 
-With ``--fp32-dir DIR`` (``model.onnx`` exported from the same fp32 weights, and
-``tokenizer.json``) it also runs HotMem's embedder on that directory: its agreement with
+With ``--fp32-dir DIR`` it also exports the reference's fp32 weights to ``DIR/model.onnx``
+(``torch.onnx.export``, opset 17, unless the file is there already), copies its
+``tokenizer.json`` beside it, and runs HotMem's embedder on that directory: its agreement with
 sentence-transformers checks HotMem's pipeline (tokens, pooling, normalisation) apart from the
 int8 weights, and its agreement with the int8 vectors measures the quantisation alone.
 
@@ -67,6 +68,43 @@ def texts() -> list[str]:
     return found + list(EDGE_CASES)
 
 
+def export_fp32(reference: Path, directory: Path) -> None:
+    """Export the fp32 encoder of ``reference`` to ``directory/model.onnx`` (token vectors)."""
+    import shutil
+
+    import torch
+    from transformers import AutoModel
+
+    directory.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(reference / "tokenizer.json", directory / "tokenizer.json")
+    if (directory / "model.onnx").exists():
+        return
+    model = AutoModel.from_pretrained(str(reference)).eval()
+
+    class Encoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
+            return self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    ids = torch.tensor([[101, 7592, 2088, 102]])
+    torch.onnx.export(
+        Encoder(),
+        (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+        str(directory / "model.onnx"),
+        input_names=names,
+        output_names=["last_hidden_state"],
+        dynamic_axes={name: {0: "batch", 1: "sequence"} for name in [*names, "last_hidden_state"]},
+        opset_version=17,
+        dynamo=False,
+    )
+
+
 def compare(label: str, a: np.ndarray, b: np.ndarray, sample: list[str]) -> None:
     cosines = (a * b).sum(axis=1).tolist()
     cuts = statistics.quantiles(cosines, n=100, method="inclusive")
@@ -112,6 +150,7 @@ def main() -> None:
     print(f"same token ids: {same_tokens}/{len(sample)}")
     compare("int8 ours vs fp32 sentence-transformers", mine, theirs, sample)
     if args.fp32_dir is not None:
+        export_fp32(args.reference, args.fp32_dir)
         fp32 = get_embedder(SEMANTIC_MODEL, model_dir=args.fp32_dir)
         exported = np.array([np.frombuffer(v, "<f4") for v in fp32.embed_many(sample)])
         compare("fp32 ONNX ours vs fp32 sentence-transformers", exported, theirs, sample)
