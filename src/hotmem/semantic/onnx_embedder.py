@@ -151,7 +151,8 @@ class OnnxEmbedder:
         hidden = self._session.run([self._output], self.feeds(ids))[0]
         # Mean over every token (the mask is all ones: no padding), then L2, in float64.
         pooled = np.asarray(hidden).sum(axis=1, dtype=np.float64) / ids.shape[1]
-        norms = np.sqrt(np.einsum("ij,ij->i", pooled, pooled))[:, None]
+        # Row by row (a row's sums never depend on the other rows of its batch).
+        norms = np.sqrt(np.square(pooled).sum(axis=1, keepdims=True))
         unit: np.ndarray[Any, Any] = np.divide(
             pooled, norms, out=np.zeros_like(pooled), where=norms > 0.0
         )
