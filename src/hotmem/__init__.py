@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from hotmem.db import MemoryStore, open_store
 from hotmem.embed import DIMENSION, MODEL_NAME, embed
+from hotmem.embedders import EMBEDDERS, SEMANTIC_MODEL, Embedder, EmbedderEntry, get_embedder
 from hotmem.errors import (
     DuplicateMemoryError,
+    EmbedderError,
     HotmemError,
     HydrationError,
     MemoryNotFoundError,
+    MissingExtraError,
     SnapshotError,
     StoreError,
     ValidationError,
@@ -56,15 +59,20 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DIMENSION",
+    "EMBEDDERS",
     "FIELD_NAMES",
     "FTS_TOKENIZER",
     "MAX_ID_LENGTH",
     "MAX_LIMIT",
     "MIN_SIMILARITY",
     "MODEL_NAME",
+    "SEMANTIC_MODEL",
     "WEIGHTS",
     "Breach",
     "DuplicateMemoryError",
+    "Embedder",
+    "EmbedderEntry",
+    "EmbedderError",
     "Explanation",
     "HotmemError",
     "HydrationError",
@@ -72,6 +80,7 @@ __all__ = [
     "Memory",
     "MemoryNotFoundError",
     "MemoryStore",
+    "MissingExtraError",
     "ScoreComponents",
     "SearchResult",
     "SnapshotError",
@@ -88,6 +97,7 @@ __all__ = [
     "field_breach",
     "fixed_clock",
     "format_timestamp",
+    "get_embedder",
     "hydrate",
     "open_store",
     "parse_timestamp",
