@@ -116,6 +116,18 @@ def test_report_has_every_section(run_dir: Path, result: dict) -> None:
     assert report == render_markdown(result)
 
 
+def test_report_shows_the_group_metrics(run_dir: Path, result: dict) -> None:
+    report = (run_dir / "out" / "report.md").read_text()
+    assert "| nDCG@5 | group R@5 | α-nDCG@5 | neg FPR@5 |" in report
+    block = result["metrics"]["by_category"]["near_duplicate_diversity"]
+    groups, alpha = block["group_recall_at_k"], block["alpha_ndcg_at_k"]
+    (line,) = [s for s in report.splitlines() if s.startswith("- **near_duplicate_diversity**")]
+    assert (
+        f"group recall@5 {groups['value']:.3f} ({groups['numerator']}/{groups['denominator']}), "
+        f"α-nDCG@5 {alpha['value']:.3f}"
+    ) in line
+
+
 def test_matches_the_committed_baseline(result: dict) -> None:
     diff = compare(load_baseline(FIXTURE / "baseline.json"), normalise(result))
     assert diff.identical, diff.changed[:20]
@@ -277,7 +289,8 @@ def test_query_cli_over_one_and_two_runs(
         )
         == 0
     )
-    assert json.loads(capsys.readouterr().out) == [{"n": 90}]
+    # One row per (category, metric): overall and eight categories, twelve metrics.
+    assert json.loads(capsys.readouterr().out) == [{"n": 9 * 12}]
     # The registry is the table the SQL files read as metrics, and can be saved beside a run.
     saved = tmp_path / "metrics.parquet"
     assert main(["query", str(export), f"copy metrics to '{saved}'"]) == 0
