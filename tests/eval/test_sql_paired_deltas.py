@@ -86,14 +86,14 @@ BAD_CASES = [
         _without(PER_QUERY, "cand", "q3"),
         "base",
         "cand",
-        "found 10 only in the baseline, e.g. query_id='q3' metric='duplicate_slot_rate_at_k'",
+        f"found {len(METRICS)} only in the baseline, e.g. query_id='q3' metric='{min(METRICS)}'",
     ),
     (
         "query_extra",
         _without(PER_QUERY, "base", "q3"),
         "base",
         "cand",
-        "found 10 only in the candidate, e.g. query_id='q3' metric='duplicate_slot_rate_at_k'",
+        f"found {len(METRICS)} only in the candidate, e.g. query_id='q3' metric='{min(METRICS)}'",
     ),
     (
         "unknown_metric",
