@@ -304,7 +304,7 @@ def test_targets_with_unusual_names(package: Path, tmp_path: Path, name: str) ->
 
 
 def test_an_integer_importance_is_stored_as_the_store_would(package: Path, tmp_path: Path) -> None:
-    from tests.hotmem.test_snapshot_verify import read_members, refreshed, write_members
+    from tests.hotmem.packages import read_members, refreshed, write_members
 
     members = read_members(package)
     text = members["records/000000.jsonl"].decode()

@@ -26,6 +26,7 @@ from hotmem.embed import VECTOR_BYTES
 from hotmem.errors import HydrationError, VerificationError
 from hotmem.snapshot._files import create_beside, gc_paused, sync_directory
 from hotmem.snapshot.reader import Chunk, PackageReader, VerificationReport
+from hotmem.snapshot.records import Column
 
 __all__ = ["HydrationReport", "hydrate"]
 
@@ -122,12 +123,19 @@ _TAGS_CACHE_LIMIT = 1 << 16
 _VECTOR = struct.Struct(f"{VECTOR_BYTES}s")
 
 
-def _rows(chunk: Chunk) -> Iterator[tuple[Any, ...]]:
-    """The chunk's rows for ``_INSERT``, built column-wise by C-level ``map`` and ``zip``."""
+def _stored_columns(columns: list[Column]) -> list[Column]:
+    """What hydration keeps of a decoded group: the six columns, ``tags`` as the store's text
+    (one string a record, however many tags it holds)."""
     if len(_TAGS_TEXT) > _TAGS_CACHE_LIMIT:
         _TAGS_TEXT.clear()
-    memory_ids, identifiers, facts, importances, tags, created = chunk.columns
-    tags_text = map(_TAGS_TEXT.__getitem__, map(tuple, tags))
+    memory_ids, identifiers, facts, importances, tags, created = columns
+    tags_text = tuple(map(_TAGS_TEXT.__getitem__, map(tuple, tags)))
+    return [memory_ids, identifiers, facts, importances, tags_text, created]
+
+
+def _rows(chunk: Chunk) -> Iterator[tuple[Any, ...]]:
+    """The chunk's rows for ``_INSERT``, built column-wise by C-level ``map`` and ``zip``."""
+    memory_ids, identifiers, facts, importances, tags_text, created = chunk.columns
     vectors = map(itemgetter(0), _VECTOR.iter_unpack(chunk.vectors))
     # REAL affinity stores an integer importance (JSON 1) as 1.0, exactly as the store does.
     return zip(
@@ -174,7 +182,9 @@ def _finish(connection: sqlite3.Connection, indexes: list[str]) -> None:
     connection.executescript(schema.CREATE_FTS_TRIGGERS)
 
 
-def _build(temporary: Path, reader: PackageReader) -> VerificationReport:
+def _build(
+    temporary: Path, reader: PackageReader, *, recompute_vectors: bool
+) -> VerificationReport:
     """Load every verified chunk into a new store at ``temporary``; raise if any check fails.
 
     Loading stops at the first problem, but reading goes on, so the report lists them all.
@@ -186,9 +196,12 @@ def _build(temporary: Path, reader: PackageReader) -> VerificationReport:
     except sqlite3.Error as exc:
         raise HydrationError(f"cannot create {str(temporary)!r}: {exc}") from None
     try:
-        for chunk in reader.chunks():
+        for chunk in reader.chunks(keep=_stored_columns):
+            if recompute_vectors:
+                reader.recompute_vectors(chunk, chunk.columns[0], chunk.columns[2])
             if reader.ok:
                 connection.executemany(_INSERT, _rows(chunk))
+            del chunk  # before the next chunk is read, and before the FTS index is built
         report = reader.report()
         if not report.ok:
             raise _failed(report)
@@ -202,7 +215,12 @@ def _build(temporary: Path, reader: PackageReader) -> VerificationReport:
     return report
 
 
-def hydrate(path: str | os.PathLike[str], target: str | os.PathLike[str]) -> HydrationReport:
+def hydrate(
+    path: str | os.PathLike[str],
+    target: str | os.PathLike[str],
+    *,
+    recompute_vectors: bool = False,
+) -> HydrationReport:
     """Verify the package at ``path`` and hydrate it into the store file ``target``.
 
     The target must not exist, or be an empty store (see :func:`check_target`). The new store
@@ -224,7 +242,7 @@ def hydrate(path: str | os.PathLike[str], target: str | os.PathLike[str]) -> Hyd
         os.close(descriptor)
         try:
             try:
-                report = _build(temporary, reader)
+                report = _build(temporary, reader, recompute_vectors=recompute_vectors)
                 check_target(destination)  # again: nothing may have appeared meanwhile
                 os.replace(temporary, destination)
             except OSError as exc:  # a full disk, a read-only directory, an unreadable package
