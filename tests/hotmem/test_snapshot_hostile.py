@@ -137,7 +137,7 @@ def packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_verification_reports_a_hostile_package(packages: dict[str, Path], case: str) -> None:
     report = hotmem.verify_snapshot(packages[case])
     expected = CASES[case][1]
-    assert [(p.location, p.check) for p in report.problems] == [(l, c) for l, c, _ in expected]
+    assert [(p.location, p.check) for p in report.problems] == [(w, c) for w, c, _ in expected]
     for problem, (_, _, found) in zip(report.problems, expected, strict=True):
         assert found in problem.found
 

@@ -21,8 +21,10 @@ bounded whatever the bytes are:
 - the decoded values are dropped as soon as they are checked, unless the caller keeps them
   (``keep``), and then only what it keeps.
 
-Cutting the member into groups cannot change the outcome: every check but the order of
-``memory_id`` is about one line, and the order is checked across groups.
+Cutting the member into blocks and groups does not change the outcome: every check but the
+order of ``memory_id`` is about one line, and the order is checked across groups; problems
+come in line order. Only the wording can differ: a line refused by its shape is reported as
+a ``record`` problem of shape, where ``json.loads`` and the field rules would name the field.
 """
 
 from __future__ import annotations
@@ -243,15 +245,14 @@ class RecordsDecoder:
     def _lines(self, data: bytes, first: int) -> None:
         """The slow path: each line parsed and checked on its own, to name each bad one."""
         lines = data.split(b"\n")
-        if lines[-1]:  # only the member's last group can end inside a line
-            number = first + len(lines) - 1
-            self._problem(
-                number, "json", "every line ended by a newline", f"{len(lines[-1])} bytes after"
-            )
-        else:
+        unterminated = first + len(lines) - 1 if lines[-1] else None  # only in the last group
+        if unterminated is None:
             lines.pop()
         records = []
         for number, raw in enumerate(lines, start=first):
+            if number == unterminated:
+                found = f"{len(raw)} bytes after"
+                self._problem(number, "json", "every line ended by a newline", found)
             text = self._text(raw, number)
             if text is None:
                 continue
