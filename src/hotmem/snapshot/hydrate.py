@@ -24,7 +24,14 @@ from typing import Any
 from hotmem import db, schema
 from hotmem.embed import VECTOR_BYTES
 from hotmem.errors import HydrationError, VerificationError
-from hotmem.snapshot._files import create_beside, gc_paused, sync_directory
+from hotmem.snapshot._files import (
+    RENAMES_OPEN_FILES,
+    create_beside,
+    gc_paused,
+    output_refusal,
+    remove_leftovers,
+    sync_directory,
+)
 from hotmem.snapshot.reader import Chunk, PackageReader, VerificationReport
 from hotmem.snapshot.records import Column
 
@@ -79,9 +86,11 @@ def _memories_in(target: Path) -> int:
 def check_target(target: Path) -> None:
     """Refuse a target that holds data: only a missing path or an empty store may be replaced.
 
-    An existing file must be a HotMem store without memories, an empty SQLite database or a
-    zero-byte file (which SQLite treats as an empty database). A leftover journal or WAL file
-    beside it means a connection is open or a crash needs recovery, and is refused too.
+    An existing file must be a regular file (not a symbolic link: the rename would replace the
+    link, not the store it points to) holding a HotMem store without memories, an empty
+    SQLite database, or nothing (which SQLite treats as an empty database). A leftover journal
+    or WAL file beside it means a connection is open or a crash needs recovery, and is refused
+    too.
 
     Raises:
         HydrationError: the target cannot be replaced.
@@ -95,10 +104,11 @@ def check_target(target: Path) -> None:
                 f"cannot hydrate {str(target)!r}: {str(side)!r} exists (the store is open or "
                 "needs recovery; open and close it with hotmem first)"
             )
+    refusal = output_refusal(target)  # a directory, a symbolic link, a FIFO, a device...
+    if refusal is not None:
+        raise HydrationError(refusal.replace("cannot write", "cannot hydrate", 1))
     if not target.exists():
         return
-    if not target.is_file():
-        raise HydrationError(f"cannot hydrate {str(target)!r}: it is not a regular file")
     if target.stat().st_size == 0:
         return
     count = _memories_in(target)
@@ -225,25 +235,37 @@ def hydrate(
 
     The target must not exist, or be an empty store (see :func:`check_target`). The new store
     is built beside it and renamed onto it only when every check passed, so on any failure,
-    interruption included, the target is untouched and no temporary file remains.
+    interruption included, the target is untouched and no temporary file remains. (A process
+    killed outright leaves its temporary file; the next hydration of the same target removes
+    it, ``_files.remove_leftovers``.)
+
+    Args:
+        path: the package file.
+        target: the store file to create.
+        recompute_vectors: re-embed every fact and refuse the package unless each vector is
+            exactly its fact's embedding (slower; the package's vectors are otherwise trusted).
 
     Raises:
         SnapshotError: the package cannot be opened.
-        VerificationError: the package failed verification (``error.report`` lists why).
+        VerificationError: the package failed verification (``error.report`` lists why),
+            including, with ``recompute_vectors``, a vector that is not its fact's embedding.
         HydrationError: the target holds data or cannot be written; nothing was changed.
     """
     destination = Path(target)
     check_target(destination)
     with gc_paused(), PackageReader(path) as reader:
+        remove_leftovers(destination, ".hydrating", _SIDE_FILES)
         try:
             descriptor, temporary = create_beside(destination, ".hydrating")
         except OSError as exc:
             raise HydrationError(f"cannot write beside {str(destination)!r}: {exc}") from None
-        os.close(descriptor)
         try:
             try:
                 report = _build(temporary, reader, recompute_vectors=recompute_vectors)
                 check_target(destination)  # again: nothing may have appeared meanwhile
+                if not RENAMES_OPEN_FILES:
+                    os.close(descriptor)
+                # Renamed while the lock on the file is still held (see _files).
                 os.replace(temporary, destination)
             except OSError as exc:  # a full disk, a read-only directory, an unreadable package
                 raise HydrationError(f"cannot hydrate {str(destination)!r}: {exc}") from None
@@ -252,6 +274,9 @@ def hydrate(
                 with suppress(FileNotFoundError):
                     os.unlink(leftover)
             raise
+        finally:
+            if RENAMES_OPEN_FILES:
+                os.close(descriptor)
     sync_directory(destination.absolute().parent)
     digest = report.content_digest or ""  # a verified package always has its digest
     return HydrationReport(report.path, str(destination), report.record_count, digest)
