@@ -214,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if arguments[:1] == ["query"]:
             parser = _query_parser()
-            return _query(parser.parse_args(arguments[1:]), parser)
+            return _query(parser.parse_intermixed_args(arguments[1:]), parser)
         if arguments[:1] == ["run"]:
             arguments = arguments[1:]
         return _run(_run_parser().parse_args(arguments))

@@ -82,7 +82,7 @@ def test_safe_mode_refuses_every_way_out(
     export: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], attack: str
 ) -> None:
     sql = attacks(tmp_path, export)[attack]
-    code, out, err = query(capsys, str(export), sql, "--safe")
+    code, out, err = query(capsys, str(export), "--safe", sql)  # options anywhere
     assert (code, out) == (2, "")
     assert err.startswith("hotmem-eval: query failed: ")
     assert len(err.splitlines()) == 1
