@@ -123,12 +123,12 @@ class _Interrupts:
     DuckDB checks for signals only between the tasks its calling thread runs, so one long task
     can hold a Ctrl-C back until the query ends. Here the signal's wakeup byte
     (``signal.set_wakeup_fd``, written by the C-level handler however busy the main thread
-    is) wakes a watcher thread, which calls ``connection.interrupt()``; the query then stops
-    within moments. Nothing is installed outside the main thread (signals go there).
+    is) wakes a watcher thread, which calls ``interrupt()`` on the DuckDB connection; the query
+    then stops within moments. Nothing is installed outside the main thread (signals go there).
     """
 
     def __init__(self) -> None:
-        self.connection: duckdb.DuckDBPyConnection | None = None
+        self.database: duckdb.DuckDBPyConnection | None = None
         self._seen = False
 
     @property
@@ -144,8 +144,8 @@ class _Interrupts:
         while data := reader.recv(64):  # b"" once the writer closes
             if signal.SIGINT in data:
                 self._seen = True
-                if self.connection is not None:
-                    self.connection.interrupt()
+                if self.database is not None:
+                    self.database.interrupt()
 
     @contextmanager
     def installed(self) -> Iterator[_Interrupts]:
@@ -231,14 +231,14 @@ def run_query(
     with _Interrupts().installed() as interrupts:
         try:
             con = open_runs(directories, safe=safe)
-            interrupts.connection = con
+            interrupts.database = con
             try:
                 relation = con.sql(sql)
                 if relation is None:
                     return ""
                 return format_rows(list(relation.columns), relation.fetchall(), fmt)
             finally:
-                interrupts.connection = None
+                interrupts.database = None
                 con.close()
         except (duckdb.Error, RuntimeError) as exc:
             # DuckDB reports a query stopped by Ctrl-C as an error of its own.
