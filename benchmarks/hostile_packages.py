@@ -90,6 +90,11 @@ def one_line_numbers(path: Path) -> None:
     build_package(path, [(_one_line(b'{"tags":[', b"0,", b"0]}"), VECTOR)])
 
 
+def one_line_tags(path: Path) -> None:
+    """One 64 MiB line whose tags are 13 million two-letter strings."""
+    build_package(path, [(_one_line(b'{"tags":[', b'"ab",', b'"ab"]}'), VECTOR)])
+
+
 def deep_record(path: Path) -> None:
     """A record whose tags nest a million arrays deep."""
     depth = 10**6
@@ -153,6 +158,7 @@ CASES: dict[str, Callable[[Path], None]] = {
     "one-line-objects": one_line_objects,
     "one-line-arrays": one_line_arrays,
     "one-line-numbers": one_line_numbers,
+    "one-line-tags": one_line_tags,
     "deep-record": deep_record,
     "deep-manifest": deep_manifest,
     "manifest-objects": manifest_objects,
