@@ -157,8 +157,10 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def _package(path: str) -> str:
-    if not Path(path).is_file():
+    if not Path(path).exists():
         raise UserInputError(f"hotmem: cannot read package {path!r}: no such file")
+    if not Path(path).is_file():
+        raise UserInputError(f"hotmem: cannot read package {path!r}: not a regular file")
     return path
 
 

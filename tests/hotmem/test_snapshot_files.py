@@ -340,3 +340,24 @@ def test_hydrate_refuses_a_target_that_is_not_a_regular_file(
     with pytest.raises(hotmem.HydrationError, match=re.escape(message)):
         hotmem.hydrate(package, target)
     assert state(tmp_path) == before
+
+
+@pytest.mark.parametrize("kind", ["FIFO", "directory", "socket"])
+def test_a_package_that_is_not_a_regular_file_is_refused_without_waiting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    make, _ = NOT_REGULAR[kind]
+    package = tmp_path / "p.zip"
+    make(package)
+    message = f"cannot read package {str(package)!r}: not a regular file"
+    for read in (hotmem.verify_snapshot, lambda p: hotmem.hydrate(p, tmp_path / "t.db")):
+        with pytest.raises(hotmem.SnapshotError) as raised:
+            read(package)
+        assert str(raised.value) == message
+    for argv in (
+        ["verify", str(package)],
+        ["hydrate", str(package), "--db", str(tmp_path / "t.db")],
+    ):
+        assert main(argv) == 2
+        assert capsys.readouterr().err == f"hotmem: {message}\n"
+    assert not (tmp_path / "t.db").exists()

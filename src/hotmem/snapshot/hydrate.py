@@ -5,7 +5,9 @@ applies exactly the checks of ``verify_snapshot``. Rows go into a new SQLite fil
 target (bulk insert with the package's vectors, one transaction, no journal: the file is
 discarded on any failure). Only when the whole package verified is the FTS index rebuilt from
 the rows, the triggers created, the file synced and renamed onto the target. An interrupted or
-failed hydration therefore leaves the target exactly as it was, and no temporary file behind.
+failed hydration therefore leaves the target exactly as it was, and no temporary file behind
+(a process killed outright leaves its file, which the next hydration of the same target
+removes: ``_files``).
 """
 
 from __future__ import annotations

@@ -132,14 +132,19 @@ class PackageReader:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
+        refused = SnapshotError(f"cannot read package {self.path!r}: not a regular file")
         try:
-            self._file = open(self.path, "rb")  # noqa: SIM115 (closed by close())
+            if not stat.S_ISREG(os.stat(self.path).st_mode):
+                raise refused
+            # Non-blocking, so a FIFO swapped in meanwhile is refused, not waited on.
+            descriptor = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except OSError as exc:
             raise SnapshotError(f"cannot read package {self.path!r}: {exc.strerror}") from None
-        info = os.fstat(self._file.fileno())
+        info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
-            self._file.close()
-            raise SnapshotError(f"cannot read package {self.path!r}: not a regular file")
+            os.close(descriptor)
+            raise refused
+        self._file = os.fdopen(descriptor, "rb")
         self._size = info.st_size
         self._problems: list[SnapshotProblem] = []
         self._dropped = 0

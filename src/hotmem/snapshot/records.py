@@ -103,6 +103,9 @@ def record_line(row: Sequence[Any]) -> str:
     table holds them (``tags`` as JSON text, ``created_at`` as canonical text); further items
     are ignored. The result equals ``json.dumps(record, sort_keys=True, ensure_ascii=False,
     separators=(",", ":"))``; it is built field by field because that is twice as fast.
+
+    Raises:
+        SnapshotError: the memory holds more than ``format.MAX_TAGS`` tags.
     """
     return (
         f'{{"created_at":{_quote(row[5])},"fact":{_quote(row[2])},'

@@ -3,8 +3,9 @@
 The memories are read in ``memory_id`` order inside one read transaction and streamed in
 chunks: each chunk's members are compressed and hashed into an anonymous spool file, then the
 package is assembled with the manifest first. It is written to a temporary file beside
-``path`` and renamed into place, so an interrupted snapshot leaves no partial package. Memory
-use is one chunk.
+``path`` and renamed into place, so an interrupted snapshot leaves no partial package (a
+process killed outright leaves its temporary file, which the next snapshot to ``path``
+removes: ``_files``). Memory use is one chunk.
 """
 
 from __future__ import annotations
