@@ -261,12 +261,13 @@ def hydrate(
             descriptor, temporary = create_beside(destination, ".hydrating")
         except OSError as exc:
             raise HydrationError(f"cannot write beside {str(destination)!r}: {exc}") from None
+        locked = [descriptor]  # closed at the end, after the rename where the system allows
         try:
             try:
                 report = _build(temporary, reader, recompute_vectors=recompute_vectors)
                 check_target(destination)  # again: nothing may have appeared meanwhile
                 if not RENAMES_OPEN_FILES:
-                    os.close(descriptor)
+                    os.close(locked.pop())
                 # Renamed while the lock on the file is still held (see _files).
                 os.replace(temporary, destination)
             except OSError as exc:  # a full disk, a read-only directory, an unreadable package
@@ -277,8 +278,8 @@ def hydrate(
                     os.unlink(leftover)
             raise
         finally:
-            if RENAMES_OPEN_FILES:
-                os.close(descriptor)
+            for still_open in locked:
+                os.close(still_open)
     sync_directory(destination.absolute().parent)
     digest = report.content_digest or ""  # a verified package always has its digest
     return HydrationReport(report.path, str(destination), report.record_count, digest)
