@@ -20,6 +20,7 @@ from hotmem.errors import HotmemError, ValidationError
 from hotmem.models import memory_from_mapping
 from hotmem.search import MAX_LIMIT, search_memories
 from hotmem.snapshot import hydrate, verify_snapshot
+from hotmem.snapshot._files import output_refusal, store_file_names
 
 __all__ = ["EXIT_CODES", "default_db_path", "exit_code", "main"]
 
@@ -156,8 +157,10 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def _package(path: str) -> str:
-    if not Path(path).is_file():
+    if not Path(path).exists():
         raise UserInputError(f"hotmem: cannot read package {path!r}: no such file")
+    if not Path(path).is_file():
+        raise UserInputError(f"hotmem: cannot read package {path!r}: not a regular file")
     return path
 
 
@@ -165,6 +168,10 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if not out.absolute().parent.is_dir():
         raise UserInputError(f"hotmem: cannot write {args.out!r}: its directory does not exist")
+    database = Path(args.db) if args.db else default_db_path()
+    refusal = output_refusal(out, store_file_names(database))  # not a regular file, the store
+    if refusal is not None:
+        raise UserInputError(f"hotmem: {refusal}")
     if out.exists() and not args.force:
         raise UserInputError(f"hotmem: {args.out!r} already exists; pass --force to replace it")
     with _open(args) as store:
@@ -204,7 +211,7 @@ def cmd_hydrate(args: argparse.Namespace) -> int:
     target = Path(args.db) if args.db else default_db_path()
     if not args.db:
         target.parent.mkdir(parents=True, exist_ok=True)
-    report = hydrate(package, target)
+    report = hydrate(package, target, recompute_vectors=args.recompute_vectors)
     print(
         f"hydrated {report.record_count} memories into {report.target} "
         f"(content digest {report.content_digest})"
@@ -257,7 +264,9 @@ def _db_here(p: argparse.ArgumentParser, help_text: str) -> None:
 
 def _configure_snapshot(p: argparse.ArgumentParser) -> None:
     p.add_argument("out", help="the package file to write (docs/snapshot-v2.md)")
-    p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    p.add_argument(
+        "--force", action="store_true", help="replace OUT if it exists (a regular file only)"
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     _db_here(p, "the store to snapshot (default: $HOTMEM_HOME/hotmem.db)")
 
@@ -272,6 +281,11 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
 
 def _configure_hydrate(p: argparse.ArgumentParser) -> None:
     p.add_argument("package", help="the package file (verified while hydrating)")
+    p.add_argument(
+        "--recompute-vectors",
+        action="store_true",
+        help="re-embed every fact; refuse the package if any vector differs",
+    )
     _db_here(p, "the new or empty store to create (default: $HOTMEM_HOME/hotmem.db)")
 
 
