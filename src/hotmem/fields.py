@@ -140,11 +140,15 @@ def timestamp_or_breach(value: object, *, field: str = "created_at") -> datetime
     if not isinstance(moment, datetime):
         expected = f"{field} as a datetime or ISO-8601 text such as {_EXAMPLE}"
         return Breach(expected, _found(value))
-    if moment.tzinfo is None or moment.utcoffset() is None:
+    try:
+        offset = moment.utcoffset()
+    except (ValueError, TypeError, OverflowError) as exc:  # a tzinfo answering nonsense
+        return Breach(f"{field} with a valid timezone such as {_EXAMPLE}", f"{given} ({exc})")
+    if offset is None:
         return Breach(f"{field} with a timezone such as {_EXAMPLE}", f"{given} (no timezone)")
     try:
         return moment.astimezone(UTC)
-    except OverflowError:  # 0001-01-01T00:00:00+01:00 is before the first representable UTC
+    except (OverflowError, ValueError):  # 0001-01-01T00:00:00+01:00 is before year 1 in UTC
         return Breach(f"{field} within years 1..9999 once converted to UTC", given)
 
 

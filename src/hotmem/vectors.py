@@ -24,7 +24,7 @@ from operator import itemgetter, le
 
 from hotmem.embed import DIMENSION, VECTOR_BYTES
 
-__all__ = ["VectorIndex", "cosine"]
+__all__ = ["DamagedRowError", "VectorIndex", "cosine"]
 
 _FORMAT = struct.Struct(f"<{DIMENSION}f")
 _ZERO_BLOB = bytes(VECTOR_BYTES)
@@ -46,6 +46,54 @@ def cosine(a: tuple[float, ...], b: tuple[float, ...]) -> float:
     return _cosine_from_distance(_dist(a, b))
 
 
+class DamagedRowError(ValueError):
+    """A stored row holds a value the store never writes.
+
+    Attributes:
+        memory_id: the row's memory_id.
+        breach: what was expected and what was found.
+    """
+
+    def __init__(self, memory_id: object, breach: str) -> None:
+        super().__init__(f"memory_id={memory_id!r}: {breach}")
+        self.memory_id = memory_id
+        self.breach = breach
+
+
+def _column_breach(column: int, value: object) -> str | None:
+    if column == 1 and not isinstance(value, str):
+        return f"expected memory_id as text, found {value!r}"
+    if column == 2 and not isinstance(value, str):
+        return f"expected identifier as text, found {value!r}"
+    if column == 3 and (not isinstance(value, float) or not 0.0 <= value <= 1.0):
+        return f"expected importance in [0, 1], found {value!r}"
+    if column == 4 and (not isinstance(value, bytes) or len(value) != VECTOR_BYTES):
+        found = f"{len(value)} bytes" if isinstance(value, bytes) else type(value).__name__
+        return f"expected an embedding of {VECTOR_BYTES} bytes, found {found}"
+    return None
+
+
+def _check_columns(rows: list[tuple[object, ...]]) -> None:
+    """Raise for the first row whose ids, importance or embedding are not the store's."""
+    _, memory_ids, identifiers, importances, blobs = zip(*rows, strict=True)
+    sound = (
+        set(map(type, memory_ids)) == {str}
+        and set(map(type, identifiers)) == {str}
+        and set(map(type, importances)) == {float}
+        and min(importances) >= 0.0
+        and max(importances) <= 1.0
+        and set(map(type, blobs)) == {bytes}
+        and set(map(len, blobs)) == {VECTOR_BYTES}
+    )
+    if sound:
+        return
+    for row in rows:
+        for column in (1, 2, 3, 4):
+            breach = _column_breach(column, row[column])
+            if breach is not None:
+                raise DamagedRowError(row[1], breach)
+
+
 @dataclass(slots=True)
 class VectorIndex:
     """Every memory's vector and ranking fields, ordered by (identifier, rowid).
@@ -63,11 +111,21 @@ class VectorIndex:
 
     @classmethod
     def load(cls, connection: sqlite3.Connection) -> VectorIndex:
-        """Read every stored vector (one pass over the memories table)."""
+        """Read every stored vector (one pass over the memories table).
+
+        Run it inside a read transaction, with the queries that use it, so that both see one
+        state of the store.
+
+        Raises:
+            DamagedRowError: a row holds a value the store never writes (checked column-wise
+                in C; the message names the first such row).
+        """
         rows = connection.execute(
             "SELECT rowid, memory_id, identifier, importance, embedding FROM memories"
         ).fetchall()
         # Sorting here is twice as fast as ORDER BY identifier, which reads through the index.
+        if rows:
+            _check_columns(rows)
         rows.sort(key=itemgetter(2))
         rowids, memory_ids, identifiers, importances, blobs = (
             [list(column) for column in zip(*rows, strict=True)] if rows else [[], [], [], [], []]
