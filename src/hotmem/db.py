@@ -12,45 +12,23 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from itertools import islice
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from hotmem import schema, storage
-from hotmem.errors import DuplicateMemoryError, MemoryNotFoundError, ValidationError
-from hotmem.fields import shown, unicode_breach
+from hotmem import inserts, schema, sqlerrors, storage
+from hotmem.errors import MemoryNotFoundError, ValidationError
+from hotmem.fields import lookup_text, shown
+from hotmem.inserts import ADD_BATCH
 from hotmem.models import Clock, Memory, make_memory, memory_from_mapping, system_clock
-from hotmem.rows import MEMORY_COLUMNS, damaged, memory_from_row, memory_row
+from hotmem.rows import MEMORY_COLUMNS, damaged, memory_from_row
 from hotmem.vectors import DamagedRowError, VectorIndex
 
 if TYPE_CHECKING:
     from hotmem.snapshot.writer import SnapshotReport
 
-__all__ = ["ADD_BATCH", "MemoryStore", "lookup_text", "open_store"]
+__all__ = ["MemoryStore", "open_store"]
 
-#: Memories validated, embedded and inserted at a time by ``add_many`` and ``add_stream``.
-ADD_BATCH = 10_000
 _SELECT_MEMORY = f"SELECT {MEMORY_COLUMNS} FROM memories"
-# Batches at least this large index FTS in one statement (see schema.CREATE_INSERT_TRIGGER).
-_BULK_ROWS = 32
-_INSERT_MEMORY = (
-    "INSERT INTO memories (memory_id, identifier, fact, importance, tags, created_at, embedding) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
-
-
-def lookup_text(field: str, value: object) -> str:
-    """``value`` as a string that can be looked up in the store (valid Unicode).
-
-    Raises:
-        ValidationError: it is not a string, or holds a lone surrogate.
-    """
-    if not isinstance(value, str):
-        raise ValidationError(f"{field} must be a string; found {type(value).__name__}")
-    breach = unicode_breach(field, value)
-    if breach is not None:
-        raise ValidationError(str(breach))
-    return value
 
 
 def _checked_timeout(busy_timeout: object) -> float:
@@ -64,12 +42,6 @@ def _checked_timeout(busy_timeout: object) -> float:
             f"busy_timeout must be a number of seconds in [0, 86400]; found {shown(busy_timeout)}"
         )
     return float(busy_timeout)
-
-
-def _batches(items: Iterable[Memory], size: int) -> Iterator[list[Memory]]:
-    iterator = iter(items)
-    while batch := list(islice(iterator, size)):
-        yield batch
 
 
 class MemoryStore:
@@ -107,7 +79,7 @@ class MemoryStore:
 
     def close(self) -> None:
         """Close the database connection. The store cannot be used afterwards."""
-        with storage.translated(self._path, "close", self._busy_timeout):
+        with sqlerrors.translated(self._path, "close", self._busy_timeout):
             self._connection.close()
         self._index = None
 
@@ -133,7 +105,7 @@ class MemoryStore:
             StoreError: SQLite failed (the message says why).
         """
         connection = self._connection
-        with storage.translated(self._path, "read", self._busy_timeout):
+        with sqlerrors.translated(self._path, "read", self._busy_timeout):
             if connection.in_transaction:
                 yield connection
                 return
@@ -148,7 +120,7 @@ class MemoryStore:
     def _writing(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, committed when the block ends, rolled back if it raises."""
         connection = self._connection
-        with storage.translated(self._path, "write to", self._busy_timeout):
+        with sqlerrors.translated(self._path, "write to", self._busy_timeout):
             connection.execute("BEGIN IMMEDIATE")
             try:
                 yield connection
@@ -246,68 +218,13 @@ class MemoryStore:
 
     def _insert(self, memories: Iterable[Memory], batch_size: int) -> int:
         """Insert every memory in one transaction; the first batch is embedded before it."""
-        batches = _batches(memories, batch_size)
-        batch = next(batches, None)
-        if batch is None:
+        batches = inserts.batches(memories, batch_size)
+        first = next(batches, None)
+        if first is None:
             return 0
-        rows = list(map(memory_row, batch))  # embed before taking the write lock
-        count = 0
+        rows = inserts.rows_of(first)  # embed before taking the write lock
         with self._writing() as connection:
-            start = connection.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()
-            while batch is not None:
-                self._insert_batch(connection, batch, rows, start[0])
-                count += len(rows)
-                batch = next(batches, None)
-                rows = list(map(memory_row, batch)) if batch is not None else []
-        return count
-
-    def _insert_batch(
-        self,
-        connection: sqlite3.Connection,
-        batch: list[Memory],
-        rows: list[tuple[str, str, str, float, str, str, bytes]],
-        start: int,
-    ) -> None:
-        bulk = len(rows) >= _BULK_ROWS
-        if bulk:
-            before = connection.execute("SELECT coalesce(max(rowid), 0) FROM memories")
-            after = before.fetchone()[0]
-            connection.execute(schema.DEFER_FTS, (after,))
-        connection.execute("SAVEPOINT batch")
-        try:
-            connection.executemany(_INSERT_MEMORY, rows)
-        except sqlite3.IntegrityError as exc:
-            connection.execute("ROLLBACK TO batch")  # earlier batches stay visible
-            raise self._rejected(connection, exc, batch, start) from None
-        connection.execute("RELEASE batch")
-        if bulk:
-            connection.execute(schema.INDEX_ROWS_AFTER, (after,))
-            connection.execute(schema.RESUME_FTS)
-
-    @staticmethod
-    def _rejected(
-        connection: sqlite3.Connection, exc: sqlite3.IntegrityError, batch: list[Memory], start: int
-    ) -> ValidationError:
-        """Why the store refused ``batch``: the first id that clashes, or the constraint."""
-        if "memories.memory_id" not in str(exc):
-            return ValidationError(f"memory rejected by the store: {exc}")
-        seen: set[str] = set()
-        for memory in batch:
-            if memory.memory_id in seen:
-                break
-            row = connection.execute(
-                "SELECT rowid FROM memories WHERE memory_id = ?", (memory.memory_id,)
-            ).fetchone()
-            if row is not None and row[0] <= start:
-                return DuplicateMemoryError(
-                    f"memory_id={memory.memory_id!r} already exists in the store"
-                )
-            if row is not None:  # added by an earlier batch of this call
-                break
-            seen.add(memory.memory_id)
-        return DuplicateMemoryError(
-            f"memory_id={memory.memory_id!r} appears more than once in one batch"
-        )
+            return inserts.insert_batches(connection, first, rows, batches)
 
     def delete(self, memory_id: str) -> None:
         """Delete one memory.
@@ -375,7 +292,7 @@ class MemoryStore:
         )
 
     def _rows(self, sql: str, parameters: tuple[str, ...]) -> Iterator[Memory]:
-        with storage.translated(self._path, "read", self._busy_timeout):
+        with sqlerrors.translated(self._path, "read", self._busy_timeout):
             for row in self._connection.execute(sql, parameters):
                 yield memory_from_row(row, self._path)
 
@@ -430,7 +347,7 @@ class MemoryStore:
             except sqlite3.DatabaseError as exc:
                 name = getattr(exc, "sqlite_errorname", "") or ""
                 if name.startswith(("SQLITE_BUSY", "SQLITE_READONLY", "SQLITE_LOCKED")):
-                    raise storage.store_error(
+                    raise sqlerrors.store_error(
                         exc, self._path, "check", self._busy_timeout
                     ) from None
                 problems += (f"{label}{exc}",)

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import NamedTuple
 
+from hotmem.errors import ValidationError
+
 __all__ = [
     "FIELD_NAMES",
     "FIELD_RULES",
@@ -29,6 +31,7 @@ __all__ = [
     "canonical_timestamp_breach",
     "field_breach",
     "format_timestamp",
+    "lookup_text",
     "shown",
     "text_breach",
     "timestamp_or_breach",
@@ -88,6 +91,20 @@ def unicode_breach(field: str, text: str) -> Breach | None:
         where = f"a lone surrogate U+{ord(text[exc.start]):04X} at position {exc.start}"
         return Breach(f"{field} as valid Unicode text", where)
     return None
+
+
+def lookup_text(field: str, value: object) -> str:
+    """``value`` as a string that can be looked up in the store (valid Unicode).
+
+    Raises:
+        ValidationError: it is not a string, or holds a lone surrogate.
+    """
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be a string; found {type(value).__name__}")
+    breach = unicode_breach(field, value)
+    if breach is not None:
+        raise ValidationError(str(breach))
+    return value
 
 
 def text_breach(field: str, value: object, *, max_length: int | None = None) -> Breach | None:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hotmem.db import MemoryStore, lookup_text
+from hotmem.db import MemoryStore
 from hotmem.embed import embed
 from hotmem.errors import MemoryNotFoundError, StoreError, ValidationError
-from hotmem.fields import unicode_breach
+from hotmem.fields import lookup_text, unicode_breach
 from hotmem.fts import match_expression, query_terms
 from hotmem.fusion import (
     MIN_SIMILARITY,
