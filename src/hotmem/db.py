@@ -124,10 +124,11 @@ class MemoryStore:
             connection.execute("BEGIN IMMEDIATE")
             try:
                 yield connection
+                connection.execute("COMMIT")
             except BaseException:
-                connection.execute("ROLLBACK")
+                if connection.in_transaction:  # SQLite may have rolled back after an error
+                    connection.execute("ROLLBACK")
                 raise
-            connection.execute("COMMIT")
         self._index = None
 
     # -- writes --------------------------------------------------------------------------------

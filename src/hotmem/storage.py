@@ -313,7 +313,8 @@ def setup(
         try:
             action = plan(inspect(connection), target)
         finally:
-            connection.execute("COMMIT")
+            if connection.in_transaction:  # SQLite may have rolled back after an error
+                connection.execute("COMMIT")
     # Only a database that will be used gets WAL (a refused one is left exactly as it was).
     use_wal(connection, target, busy_timeout=busy_timeout)
     if action == "ready":
@@ -329,10 +330,11 @@ def setup(
                 _check_meta(after.meta or {}, target, complete=True)
                 if not _ready(after):
                     raise StoreError(f"cannot set up store {target!r}: it is still incomplete")
+            connection.execute("COMMIT")
         except BaseException:
-            connection.execute("ROLLBACK")
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
             raise
-        connection.execute("COMMIT")
 
 
 def incompatibility(connection: sqlite3.Connection, target: str) -> str | None:

@@ -21,6 +21,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import itemgetter, le
+from typing import Any
 
 from hotmem.embed import DIMENSION, VECTOR_BYTES
 
@@ -73,10 +74,11 @@ def _column_breach(column: int, value: object) -> str | None:
     return None
 
 
-def _check_columns(rows: list[tuple[object, ...]]) -> None:
-    """Raise for the first row whose ids, importance or embedding are not the store's."""
-    _, memory_ids, identifiers, importances, blobs = zip(*rows, strict=True)
-    sound = (
+def _sound(
+    memory_ids: list[Any], identifiers: list[Any], importances: list[Any], blobs: list[Any]
+) -> bool:
+    """Whether every value is of the store's kind, checked column-wise in C (a few ms at 100k)."""
+    return (
         set(map(type, memory_ids)) == {str}
         and set(map(type, identifiers)) == {str}
         and set(map(type, importances)) == {float}
@@ -85,13 +87,16 @@ def _check_columns(rows: list[tuple[object, ...]]) -> None:
         and set(map(type, blobs)) == {bytes}
         and set(map(len, blobs)) == {VECTOR_BYTES}
     )
-    if sound:
-        return
+
+
+def _first_breach(rows: list[tuple[object, ...]]) -> None:
+    """Raise for the first row whose ids, importance or embedding are not the store's."""
     for row in rows:
         for column in (1, 2, 3, 4):
             breach = _column_breach(column, row[column])
             if breach is not None:
                 raise DamagedRowError(row[1], breach)
+    raise DamagedRowError(None, "expected rows of the store's kind")  # not reached
 
 
 @dataclass(slots=True)
@@ -117,19 +122,22 @@ class VectorIndex:
         state of the store.
 
         Raises:
-            DamagedRowError: a row holds a value the store never writes (checked column-wise
-                in C; the message names the first such row).
+            DamagedRowError: a row holds a value the store never writes (the message names
+                the first such row).
         """
         rows = connection.execute(
             "SELECT rowid, memory_id, identifier, importance, embedding FROM memories"
         ).fetchall()
         # Sorting here is twice as fast as ORDER BY identifier, which reads through the index.
-        if rows:
-            _check_columns(rows)
-        rows.sort(key=itemgetter(2))
+        try:
+            rows.sort(key=itemgetter(2))
+        except TypeError:  # an identifier that is not text cannot be ordered with the others
+            _first_breach(rows)
         rowids, memory_ids, identifiers, importances, blobs = (
             [list(column) for column in zip(*rows, strict=True)] if rows else [[], [], [], [], []]
         )
+        if rows and not _sound(memory_ids, identifiers, importances, blobs):
+            _first_breach(rows)
         return cls(
             rowids=rowids,
             memory_ids=memory_ids,

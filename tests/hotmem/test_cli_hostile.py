@@ -162,20 +162,32 @@ def test_import_from_stdin(tmp_path: Path) -> None:
     )
 
 
-def test_a_damaged_store_is_one_line_and_exit_1(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        (
+            "UPDATE memories SET tags = '[' WHERE memory_id = 'm-1'",
+            "hotmem: store {db!r} holds a damaged memory, memory_id='m-1': "
+            "expected tags as a JSON array of strings, found tags='['\n",
+        ),
+        (
+            "UPDATE memories_fts_data SET block = x'00000000ffffffff' || substr(block, 9) "
+            "WHERE id > 10",
+            "hotmem: cannot read store {db!r}: the store is damaged: expected a sound SQLite "
+            "file and full-text index, found 'database disk image is malformed'; "
+            "check_integrity() lists the problems; restore the store from a snapshot\n",
+        ),
+    ],
+)
+def test_a_damaged_store_is_one_line_and_exit_1(tmp_path: Path, sql: str, message: str) -> None:
     db = tmp_path / "s.db"
     with hotmem.open_store(db) as store:
         store.add("Copper kettles boil fast.", identifier="acme", memory_id="m-1")
     connection = sqlite3.connect(db)
-    connection.execute("UPDATE memories SET tags = '[' WHERE memory_id = 'm-1'")
+    connection.execute(sql)
     connection.commit()
     connection.close()
-    code, out, err = hotmem_cli("search", "copper kettle", db=db)
-    assert (code, out) == (1, b"")
-    assert err == (
-        f"hotmem: store {str(db)!r} holds a damaged memory, memory_id='m-1': "
-        "expected tags as a JSON array of strings, found tags='['\n"
-    )
+    assert hotmem_cli("search", "copper kettle", db=db) == (1, b"", message.format(db=str(db)))
 
 
 def test_a_store_locked_past_the_busy_timeout_is_one_line_and_exit_1(tmp_path: Path) -> None:
