@@ -14,7 +14,11 @@ every memory); it must be correct when run on a store whose derived objects are 
 
 Adding a migration: bump ``schema.SCHEMA_VERSION`` to ``N + 1``, update the schema's SQL, and
 register ``MIGRATIONS[N]``; a test opens a store built with version ``N``'s SQL and checks the
-result equals a new store's.
+result equals a new store's (``tests/hotmem/test_storage.py`` does so for version 1). A
+migration that changes a ``hotmem_meta`` value other than ``schema_version`` (a new FTS
+tokenizer) writes the new value itself and adds the key to ``storage._MIGRATED_KEYS``, so that
+an older store's value is not refused before the migration runs; a migration that changes how
+the full-text index tokenizes rebuilds it (``schema.REBUILD_FTS``).
 """
 
 from __future__ import annotations
