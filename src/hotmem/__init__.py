@@ -37,6 +37,7 @@ from hotmem.fields import (
 )
 from hotmem.fts import FTS_TOKENIZER
 from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
+from hotmem.jsonl import MAX_JSON_DEPTH, MAX_JSON_NUMBER, JsonlProblem, JsonlRecord, read_jsonl
 from hotmem.models import Memory, fixed_clock, parse_timestamp, system_clock
 from hotmem.search import (
     MAX_LIMIT,
@@ -54,15 +55,19 @@ from hotmem.snapshot import (
     hydrate,
     verify_snapshot,
 )
+from hotmem.storage import BUSY_TIMEOUT
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BUSY_TIMEOUT",
     "DIMENSION",
     "EMBEDDERS",
     "FIELD_NAMES",
     "FTS_TOKENIZER",
     "MAX_ID_LENGTH",
+    "MAX_JSON_DEPTH",
+    "MAX_JSON_NUMBER",
     "MAX_LIMIT",
     "MIN_SIMILARITY",
     "MODEL_NAME",
@@ -77,6 +82,8 @@ __all__ = [
     "HotmemError",
     "HydrationError",
     "HydrationReport",
+    "JsonlProblem",
+    "JsonlRecord",
     "Memory",
     "MemoryNotFoundError",
     "MemoryStore",
@@ -101,6 +108,7 @@ __all__ = [
     "hydrate",
     "open_store",
     "parse_timestamp",
+    "read_jsonl",
     "search_memories",
     "system_clock",
     "text_breach",

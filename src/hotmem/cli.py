@@ -8,19 +8,24 @@ print one line per problem on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
 from pathlib import Path
 
 from hotmem import __version__
 from hotmem.db import MemoryStore, open_store
 from hotmem.errors import HotmemError, ValidationError
+from hotmem.jsonl import JsonlProblem, JsonlRecord, read_jsonl
 from hotmem.models import memory_from_mapping
 from hotmem.search import MAX_LIMIT, search_memories
 from hotmem.snapshot import hydrate, verify_snapshot
 from hotmem.snapshot._files import output_refusal, store_file_names
+from hotmem.storage import BUSY_TIMEOUT
 
 __all__ = ["EXIT_CODES", "default_db_path", "exit_code", "main"]
 
@@ -63,7 +68,7 @@ def _open(args: argparse.Namespace) -> MemoryStore:
     path = Path(args.db) if args.db else default_db_path()
     if not args.db:
         path.parent.mkdir(parents=True, exist_ok=True)
-    return open_store(path)
+    return open_store(path, busy_timeout=args.busy_timeout)
 
 
 def _print_json(payload: object) -> None:
@@ -86,40 +91,53 @@ def cmd_add(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def read_jsonl_memories(path: str) -> list[dict[str, object]]:
-    """Read and validate a JSONL file of memories; raise UserInputError listing every problem."""
-    label = "<stdin>" if path == "-" else path
+#: Problems of an import file printed one per line; past this many, only their number.
+MAX_REPORTED_PROBLEMS = 100
+
+
+def _invalid(record: JsonlRecord) -> str | None:
     try:
-        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    except OSError as exc:
-        raise UserInputError(f"{label}: cannot read: {exc.strerror}") from None
-    records, problems = [], []
-    for number, raw in enumerate(data.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw.decode("utf-8"))
-            memory_from_mapping(record)
-        except UnicodeDecodeError as exc:
-            problems.append(f"{label}:{number}: not UTF-8 ({exc.reason} at byte {exc.start})")
-        except json.JSONDecodeError as exc:
-            problems.append(f"{label}:{number}: invalid JSON: {exc.msg} (column {exc.colno})")
-        except ValidationError as exc:
-            problems.append(f"{label}:{number}: {exc}")
-        else:
-            records.append(record)
-    if not records and not problems:
-        problems.append(f"{label}: no memories found (the file is empty)")
-    if problems:
-        raise UserInputError("\n".join(problems))
-    return records
+        memory_from_mapping(record.value)
+    except ValidationError as exc:
+        return f"{record.path}:{record.line}: {exc}"
+    return None
+
+
+def jsonl_memories(path: str, problems: list[str]) -> Iterator[dict[str, object]]:
+    """The memories of a JSONL file (``-``: stdin), read and validated a line at a time.
+
+    Each problem is appended to ``problems`` as ``FILE:LINE: reason`` (``hotmem.read_jsonl``'s
+    policy, then the memory's field rules), and nothing is yielded after the first one; at the
+    end, any problem raises :class:`UserInputError` listing them (at most
+    ``MAX_REPORTED_PROBLEMS``, then their count), so a consumer writing in one transaction
+    rolls back.
+
+    Raises:
+        UserInputError: the file has at least one problem.
+    """
+    source = sys.stdin.buffer if path == "-" else path
+    total = 0
+    for item in read_jsonl(source, name="<stdin>" if path == "-" else path):
+        problem = str(item) if isinstance(item, JsonlProblem) else _invalid(item)
+        if problem is not None:
+            total += 1
+            if len(problems) < MAX_REPORTED_PROBLEMS:
+                problems.append(problem)
+        elif not total and isinstance(item, JsonlRecord):
+            yield item.value
+    if total:
+        more = total - len(problems)
+        tail = [f"... and {more} more problem{'s' if more != 1 else ''}"] if more else []
+        raise UserInputError("\n".join([*problems, *tail]))
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    records = read_jsonl_memories(args.file)
+    records = jsonl_memories(args.file, [])
+    # A file that fails from its first line fails before the store is opened (or created).
+    first = next(records)
     with _open(args) as store:
-        added = store.add_many(records)
-    print(f"imported {len(added)} memories")
+        added = store.add_stream(chain([first], records))
+    print(f"imported {added} memories")
     return EXIT_OK
 
 
@@ -229,6 +247,16 @@ def _limit(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, found {text!r}") from None
+    if not math.isfinite(value) or not 0 <= value <= 86_400:
+        raise argparse.ArgumentTypeError(f"expected 0..86400 seconds, found {text!r}")
+    return value
+
+
 def _configure_add(p: argparse.ArgumentParser) -> None:
     p.add_argument("fact", help="the text of the memory")
     p.add_argument("--identifier", required=True, help="organisation or project it belongs to")
@@ -313,6 +341,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--db", help="store path (default: $HOTMEM_HOME/hotmem.db, HOTMEM_HOME=~/.hotmem)"
     )
+    parser.add_argument(
+        "--busy-timeout",
+        type=_seconds,
+        default=BUSY_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long a write waits for another process's write lock (default {BUSY_TIMEOUT:g})",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (help_text, configure, handler) in COMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)
@@ -323,6 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code."""
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        # A path given as non-UTF-8 bytes is printed back as the same bytes, not a traceback.
+        sys.stdout.reconfigure(errors="surrogateescape")
     args = build_parser().parse_args(argv)
     try:
         code: int = args.handler(args)

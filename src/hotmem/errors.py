@@ -6,7 +6,8 @@
     ├── ValidationError (ValueError) a memory or argument is malformed
     │   └── DuplicateMemoryError     a memory_id already exists
     ├── MemoryNotFoundError (KeyError)
-    ├── StoreError                   the database cannot be opened or is not a HotMem store
+    ├── StoreError                   the store cannot be opened, read or written (not a
+    │                                HotMem store, locked, read-only, damaged)
     ├── SnapshotError                a snapshot package cannot be written, read or trusted
     │   ├── VerificationError        verification found problems (carries the report)
     │   └── HydrationError           the target cannot be hydrated (not empty, incompatible)
@@ -53,7 +54,9 @@ class MemoryNotFoundError(HotmemError, KeyError):
 
 
 class StoreError(HotmemError):
-    """The database cannot be opened, or it is not a compatible HotMem store."""
+    """The store cannot be opened, read or written: it is not a compatible HotMem store, or
+    SQLite failed (locked past the busy timeout, read-only, damaged), or a stored row holds a
+    value the store never writes. Every ``sqlite3.Error`` reaches callers as one of these."""
 
 
 class SnapshotError(HotmemError):

@@ -23,7 +23,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from hotmem import db, schema
+from hotmem import schema, storage
 from hotmem.embed import VECTOR_BYTES
 from hotmem.errors import HydrationError, VerificationError
 from hotmem.snapshot._files import (
@@ -69,11 +69,14 @@ class HydrationReport:
 def _memories_in(target: Path) -> int:
     """Memories in an existing database file, opened read-only; refuse anything but HotMem."""
     try:
-        connection = sqlite3.connect(f"{target.absolute().as_uri()}?mode=ro", uri=True)
+        # immutable: a read-only connection to a WAL store would leave -wal and -shm files
+        # behind; check_target has made sure there is no WAL, so the file holds everything.
+        uri = f"{target.absolute().as_uri()}?mode=ro&immutable=1"
+        connection = sqlite3.connect(uri, uri=True)
     except sqlite3.Error as exc:
         raise HydrationError(f"cannot open target {str(target)!r}: {exc}") from None
     try:
-        problem = db.incompatibility(connection, str(target))
+        problem = storage.incompatibility(connection, str(target))
         if problem is not None:
             raise HydrationError(f"target {problem}")
         if connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
@@ -173,11 +176,11 @@ _SECONDARY_INDEXES = (
 
 def _open_empty(temporary: Path) -> tuple[sqlite3.Connection, list[str]]:
     """A new store without triggers or secondary indexes, in a transaction; their SQL."""
-    connection = db.connect(temporary)
+    connection = storage.connect(temporary)
     # No journal and no syncs: this file is renamed into place only once complete.
     connection.execute("PRAGMA journal_mode = OFF")
     connection.execute("PRAGMA synchronous = OFF")
-    db.initialise(connection, with_triggers=False)
+    storage.initialise(connection, with_triggers=False)
     connection.execute("BEGIN")
     indexes = connection.execute(_SECONDARY_INDEXES).fetchall()
     for name, _ in indexes:
