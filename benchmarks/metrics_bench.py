@@ -23,7 +23,7 @@ scopes and near-duplicate groups):
 - checks per-query agreement with ir_measures on nDCG@k, recall@k and success@k (and recall@1,
   reciprocal rank), feeding it rank-derived, tie-free scores; and the SQL files against polars.
 
-The polars engine computes all ten metrics (``per_query_metrics`` + ``aggregate_metrics``),
+The polars engine computes all twelve metrics (``per_query_metrics`` + ``aggregate_metrics``),
 the SQL engine runs ``sql/001`` and ``sql/002``; ranx and ir_measures compute the six standard
 ones they have (nDCG@k, recall@1/@k, success@1/@k, MRR@k). The output is Markdown.
 """

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import synthetic_memories, synthetic_queries
 
 import hotmem
-from hotmem import db, schema
+from hotmem import schema, storage
 from hotmem.embed import embed_bytes
 from hotmem.models import format_timestamp
 from hotmem.snapshot import format as fmt
@@ -80,10 +80,10 @@ def remove(*paths: Path) -> Callable[[], None]:
 
 def raw_load(rows: list[tuple], path: Path) -> None:
     """A bare bulk load: the same rows, one transaction, one FTS5 rebuild, no checks."""
-    connection = db.connect(path)
+    connection = storage.connect(path)
     connection.execute("PRAGMA journal_mode = OFF")
     connection.execute("PRAGMA synchronous = OFF")
-    db.initialise(connection, with_triggers=False)
+    storage.initialise(connection, with_triggers=False)
     connection.execute("BEGIN")
     connection.executemany(
         "INSERT INTO memories (memory_id, identifier, fact, importance, tags, created_at, "

@@ -4,7 +4,7 @@
 
     hotmem-eval [run] [--corpus P] [--queries P] [--output P] [--report P] [--top-k N]
                 [--repeat N] [--export-dir D] [--baseline P] [--check-baseline | --update-baseline]
-    hotmem-eval query DIR [DIR ...] SQL [--format table|csv|json]
+    hotmem-eval query DIR [DIR ...] SQL [--format table|csv|json] [--safe]
 
 Exit codes come from one table, ``EXIT_CODES``: 0 success; 1 evaluator failure; 2 invalid
 input (every fixture problem as ``path:line: reason``, a run directory or SQL that cannot be
@@ -90,6 +90,12 @@ def _query_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("arguments", nargs="+", metavar="DIR... SQL")
     parser.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    parser.add_argument(
+        "--safe",
+        action="store_true",
+        help="read only the run tables: no other file, no network, no extensions "
+        "(without it the SQL has your full file and network access, as in duckdb)",
+    )
     return parser
 
 
@@ -113,10 +119,16 @@ def _run(args: argparse.Namespace) -> int:
     from hotmem_eval import baseline as baseline_module
     from hotmem_eval.evaluate import evaluate
     from hotmem_eval.fixtures import load_fixture
-    from hotmem_eval.outputs import write_exports, write_text
+    from hotmem_eval.outputs import check_outputs, export_paths, write_exports, write_text
     from hotmem_eval.report import render_markdown
     from hotmem_eval.result import build_result
 
+    # Refused before the run, not after it: an output that is a link, FIFO, device, ...
+    outputs = [path for path in (args.output, args.report) if path]
+    if args.update_baseline:
+        outputs.append(args.baseline)
+    directories = [args.export_dir] if args.export_dir else []
+    check_outputs(outputs + [p for d in directories for p in export_paths(d)], directories)
     fixture = load_fixture(args.corpus, args.queries)
     for warning in fixture.warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -153,7 +165,8 @@ def _query(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if len(args.arguments) < 2:
         parser.error("expected at least one run directory and then the SQL")
     *directories, sql = args.arguments
-    sys.stdout.write(run_query([Path(d) for d in directories], sql, fmt=args.format))
+    output = run_query([Path(d) for d in directories], sql, fmt=args.format, safe=args.safe)
+    sys.stdout.write(output)
     return EXIT_OK
 
 
@@ -201,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if arguments[:1] == ["query"]:
             parser = _query_parser()
-            return _query(parser.parse_args(arguments[1:]), parser)
+            return _query(parser.parse_intermixed_args(arguments[1:]), parser)
         if arguments[:1] == ["run"]:
             arguments = arguments[1:]
         return _run(_run_parser().parse_args(arguments))

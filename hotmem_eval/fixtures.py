@@ -9,8 +9,6 @@ record where a row came from.
 
 from __future__ import annotations
 
-import codecs
-import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,14 +26,6 @@ from hotmem_eval.fixture_validation import Record, check_corpus, check_queries
 __all__ = ["Fixture", "load_fixture"]
 
 _Object = Mapping[str, Any]
-_JSON_TYPES: Mapping[type, str] = {
-    list: "an array",
-    str: "a string",
-    int: "a number",
-    float: "a number",
-    bool: "a boolean",
-    type(None): "null",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,62 +95,17 @@ def load_fixture(
 
 
 def _read_jsonl(path: str) -> tuple[list[Record], list[Problem]]:
-    """Parse every non-blank line of a JSON Lines file; report each line that is not an object."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        return [], [Problem(path, None, "expected a JSON Lines file, found no such file")]
-    except IsADirectoryError:
-        return [], [Problem(path, None, "expected a JSON Lines file, found a directory")]
-    except OSError as exc:
-        return [], [
-            Problem(path, None, f"expected a readable JSON Lines file, found {exc.strerror or exc}")
-        ]
+    """Every object of a JSON Lines file and every problem, by ``hotmem.read_jsonl``'s policy
+    (the one ``hotmem import`` applies: UTF-8, one leading BOM, no repeated keys, bounded
+    nesting and numbers)."""
     records: list[Record] = []
     problems: list[Problem] = []
-    # A UTF-8 byte-order mark is not content (editors on Windows add one).
-    data = data.removeprefix(codecs.BOM_UTF8)
-    for line, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            reason = (
-                f"expected UTF-8 text, found byte 0x{raw[exc.start]:02x} at column "
-                f"{exc.start + 1} ({exc.reason})"
-            )
-            problems.append(Problem(path, line, reason))
-            continue
-        if not text.strip():
-            continue
-        try:
-            value = json.loads(text, object_pairs_hook=_object_without_repeats)
-        except json.JSONDecodeError as exc:
-            problems.append(Problem(path, line, f"invalid JSON: {exc.msg} at column {exc.colno}"))
-            continue
-        except _RepeatedKeyError as exc:
-            problems.append(Problem(path, line, f"invalid JSON object: {exc}"))
-            continue
-        if isinstance(value, dict):
-            records.append((line, value))
+    for item in hotmem.read_jsonl(path):
+        if isinstance(item, hotmem.JsonlProblem):
+            problems.append(Problem(item.path, item.line, item.reason))
         else:
-            found = _JSON_TYPES.get(type(value), type(value).__name__)
-            problems.append(Problem(path, line, f"expected a JSON object, found {found}"))
-    if not records and not problems:
-        problems.append(Problem(path, None, "expected at least one JSON object, found no records"))
+            records.append((item.line, item.value))
     return records, problems
-
-
-class _RepeatedKeyError(ValueError):
-    """An object names a key twice; ``json`` would silently keep the last value."""
-
-
-def _object_without_repeats(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    result: dict[str, object] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _RepeatedKeyError(f"expected each key once, found {key!r} twice")
-        result[key] = value
-    return result
 
 
 def _corpus_table(memories: Sequence[_Object], lines: Mapping[str, int]) -> pa.Table:

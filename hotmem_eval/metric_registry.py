@@ -12,7 +12,10 @@ values are aggregated, its report label and whether the baseline gates it, and a
 named ``metrics`` (``metrics_frame``): ``sql/001_per_query_metrics.sql`` holds only each
 metric's formula, and takes its order and applicability from there.
 
-"Relevant" means graded ``RELEVANT_GRADE`` (2) or more; "graded" means graded 1 or more.
+"Relevant" means graded ``RELEVANT_GRADE`` (2) or more; "graded" means graded 1 or more. A
+query's "groups" are its near-duplicate groups (the ``groups`` input: a memory in no group is its
+own group); a group is relevant when it holds a memory relevant to the query. Relevance stays a
+memory's own grade: an ungraded member of a relevant group is not relevant.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import polars as pl
 from hotmem_eval.fixture_schema import DUPLICATE_CATEGORY, RELEVANT_GRADE
 
 __all__ = [
+    "ALPHA",
     "APPLICABILITY",
     "METRICS",
     "METRICS_COLUMNS",
@@ -46,6 +50,8 @@ Aggregation = Literal["macro", "pooled"]
 
 #: The category name of the row that aggregates every query. No query category may use it.
 OVERALL: Final = "overall"
+#: alpha of ``alpha_ndcg_at_k``: each earlier relevant slot of a group halves the next one's gain.
+ALPHA: Final = 0.5
 
 #: The per-query statistics every metric is computed from, with their meaning.
 STATISTICS: Final[dict[str, str]] = {
@@ -56,6 +62,12 @@ STATISTICS: Final[dict[str, str]] = {
     "first_relevant_rank": "rank of the first relevant memory in the top k, null if none",
     "dcg": "sum over the top k of grade / log2(rank + 1), a repeated memory counted once",
     "ideal_dcg": "the same sum over every graded memory sorted by grade descending, cut at k",
+    "relevant_groups": "groups holding a relevant memory (retrieved or not)",
+    "relevant_groups_at_k": "relevant groups with a relevant memory in the top k",
+    "alpha_dcg": "sum over the top k's relevant slots of (1 - ALPHA)^c / log2(rank + 1), "
+    "c = earlier relevant slots of the slot's group",
+    "ideal_alpha_dcg": "the same sum over the greedy ideal ranking of the relevant memories "
+    "(each rank takes the largest gain left), cut at k",
     "filled_slots": "top-k slots holding a memory",
     "duplicate_slots": "top-k slots whose near-duplicate group filled an earlier slot",
     "leaked_slots": "top-k slots whose memory's identifier differs from the query's",
@@ -227,6 +239,30 @@ def ndcg_at_k() -> MetricExprs:
     """
     ideal = pl.col("ideal_dcg")
     return MetricExprs(value=pl.when(ideal > 0).then(pl.col("dcg") / ideal).otherwise(0.0))
+
+
+@_metric(applies_to="positive", label="group R@{k}", gated=True)
+def group_recall_at_k() -> MetricExprs:
+    """Share of the query's relevant groups with a relevant memory in the top k (subtopic recall).
+
+    group_recall@k = |relevant groups with a relevant memory in top k| / |relevant groups|
+    """
+    return _fraction(_count("relevant_groups_at_k"), _count("relevant_groups"))
+
+
+@_metric(applies_to="positive", label="α-nDCG@{k}")
+def alpha_ndcg_at_k() -> MetricExprs:
+    """nDCG at k whose gain halves for each earlier relevant slot of the same group (alpha 0.5).
+
+    gain_i = (1 - alpha)^c_i if slot i holds a relevant memory, else 0, where c_i = number of
+             earlier slots holding a relevant memory of slot i's group; alpha = 0.5
+    alpha-DCG@k = sum over top-k slots i of gain_i / log2(rank_i + 1)
+    ideal = alpha-DCG@k of the greedy ranking of the relevant memories (at each rank the
+            largest gain left, ties by memory_id), cut at k
+    alpha-nDCG@k = alpha-DCG@k / ideal, and 0 when ideal = 0
+    """
+    ideal = pl.col("ideal_alpha_dcg")
+    return MetricExprs(value=pl.when(ideal > 0).then(pl.col("alpha_dcg") / ideal).otherwise(0.0))
 
 
 @_metric(applies_to="negative", label="neg FPR@{k}")

@@ -1,9 +1,10 @@
 """Per-query statistics and input checks: the lazy plans under ``hotmem_eval.metrics``.
 
 ``per_qrels`` and ``per_slots`` reduce the inputs to one row per graded query and per query that
-returned something; ``statistics`` joins those to the queries, one row per query holding the
-counts and gains of ``metric_registry.STATISTICS``; ``InputRules`` checks the inputs' key and
-value rules on the same per-query counts, so no input is scanned twice.
+returned something; ``statistics`` joins those, and the group statistics of
+``hotmem_eval.group_statistics``, to the queries, one row per query holding the counts and gains
+of ``metric_registry.STATISTICS``; ``InputRules`` checks the inputs' key and value rules on the
+same per-query counts, so no input is scanned twice.
 
 The per-query aggregates are computed by one group-by over the top k, sorted by
 (query_id, rank); nothing runs group by group inside ``group_by().agg()`` (a window, a sort,
@@ -14,7 +15,6 @@ counted as "slots minus distinct groups", and a repeated rank as equal sorted ne
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -24,6 +24,12 @@ import pyarrow as pa
 
 from hotmem_eval.errors import EvalError
 from hotmem_eval.fixture_schema import MAX_GRADE, RELEVANT_GRADE
+from hotmem_eval.group_statistics import (
+    GROUPED_SLOT_COLUMNS,
+    discounts,
+    ideal_groups,
+    slot_groups,
+)
 from hotmem_eval.metric_registry import OVERALL
 
 __all__ = [
@@ -160,6 +166,7 @@ def per_slots(
     rank = pl.col("rank")
     grade = pl.col("grade")
     relevant = grade >= RELEVANT_GRADE
+    group = pl.coalesce("group_id", _MID)
     slots = (
         results.filter(rank <= k)
         .join(qrels.filter(grade >= 1), on=[_QID, _MID], how="left")
@@ -173,6 +180,7 @@ def per_slots(
             repeated_rank=(pl.col(_QID) == pl.col(_QID).shift(1)) & (rank == rank.shift(1))
         )
     )
+    group_ids, group_ranks = GROUPED_SLOT_COLUMNS
     return slots.group_by(_QID).agg(
         filled_slots=pl.len(),
         ranks_below_1=_rows_where(rank < 1),
@@ -184,10 +192,12 @@ def per_slots(
         # Only graded slots gain (the qrels joined are graded >= 1); a group with none sums to 0.
         dcg=(grade / (rank + 1).log(2)).filter(grade.is_not_null()).sum(),
         # Each group's first slot is not a duplicate, every later one is.
-        duplicate_slots=pl.len() - pl.coalesce("group_id", _MID).n_unique(),
+        duplicate_slots=pl.len() - group.n_unique(),
         leaked_slots=_rows_where(
             pl.col("scope").is_not_null() & pl.col("identifier").ne_missing(pl.col("scope"))
         ),
+        # The group and rank of each relevant slot, for group_statistics.slot_groups.
+        **{group_ids: group.filter(relevant), group_ranks: rank.filter(relevant)},
     )
 
 
@@ -199,23 +209,34 @@ _COUNTS: Final = (
     "relevant_at_1",
     "relevant_at_k",
     "duplicate_slots",
+    "relevant_groups_at_k",
     "leaked_slots",
 )
 
 
 def statistics(
-    queries: pl.LazyFrame, qrel_counts: pl.LazyFrame, slot_counts: pl.LazyFrame, depth: int
+    queries: pl.LazyFrame,
+    qrel_counts: pl.LazyFrame,
+    slot_counts: pl.LazyFrame,
+    members: pl.DataFrame,
+    depth: int,
 ) -> pl.LazyFrame:
     """One row per query of ``queries``, sorted by ``query_id``, with every statistic.
 
-    ``depth`` is where the ideal ranking is cut: k, or less when no query can have k graded
-    memories (any bound on the graded count per query gives the same IDCG).
+    ``members`` is ``group_statistics.grouped_members``, materialised. ``depth`` is where the
+    ideal rankings are cut: k, or less when no query can have k graded memories (any bound on
+    the graded count per query gives the same IDCG).
     """
+    group_counts, relevant_groups, ideal_alpha_dcg = ideal_groups(members, depth)
+    gains = ("dcg", "alpha_dcg")
     return (
         queries.join(qrel_counts, on=_QID, how="left")
-        .join(slot_counts, on=_QID, how="left")
-        .with_columns(pl.col(_COUNTS).fill_null(0), dcg=pl.col("dcg").fill_null(0.0))
-        .with_columns(ideal_dcg=_ideal_dcg(depth))
+        .join(slot_counts.drop(GROUPED_SLOT_COLUMNS), on=_QID, how="left")
+        .join(slot_groups(slot_counts), on=_QID, how="left")
+        .join(group_counts, on=_QID, how="left")
+        .with_columns(pl.col(_COUNTS).fill_null(0), pl.col(gains).fill_null(0.0))
+        .with_columns(relevant_groups=relevant_groups)
+        .with_columns(ideal_dcg=_ideal_dcg(depth), ideal_alpha_dcg=ideal_alpha_dcg)
         .sort(_QID)
     )
 
@@ -228,10 +249,7 @@ def _ideal_dcg(k: int) -> pl.Expr:
     IDCG@k = sum over g of g * (D(min(c_g, k)) - D(min(c_{g+1}, k))), where
     D(n) = sum over positions i in 1..n of 1 / log2(i + 1).
     """
-    discount = [0.0]
-    for position in range(1, k + 1):
-        discount.append(discount[-1] + 1.0 / math.log2(position + 1))
-    table = pl.lit(pl.Series("discount", discount, pl.Float64))
+    table = pl.lit(discounts(k))
 
     def reached(grade: int) -> pl.Expr:
         if grade > MAX_GRADE:

@@ -4,7 +4,7 @@ Pure functions over polars frames, with no I/O of their own. pyarrow Tables are 
 ``results`` may also be a LazyFrame such as a Parquet scan, so that rows ranked beyond k are
 never read into memory. The metrics, their formulas and their order live in
 ``hotmem_eval.metric_registry``; the per-query statistics they are computed from, and the
-input checks, in ``hotmem_eval.metric_statistics``.
+input checks, in ``hotmem_eval.metric_statistics`` (and ``group_statistics`` for the groups).
 
 Inputs (canonical columns; other columns are ignored):
 
@@ -15,6 +15,7 @@ Inputs (canonical columns; other columns are ignored):
 - ``queries``: ``query_id`` (unique), ``category``, ``identifier`` (the scope searched; null
   means unscoped). Every query is here, whatever it returned or was graded.
 - ``groups``: ``query_id``, ``memory_id``, ``group_id``; a pair absent here is its own group.
+  Group recall and alpha-nDCG read the groups of every relevant memory, returned or not.
 
 Cost: one filter over ``results``, then work proportional to ``queries x k``; no Python loop
 runs per query or per row (the aggregate finishes each (category, metric) cell in Python).
@@ -30,6 +31,7 @@ from typing import Final, NamedTuple
 import polars as pl
 
 from hotmem_eval.errors import EvalError
+from hotmem_eval.group_statistics import grouped_members
 from hotmem_eval.metric_registry import APPLICABILITY, METRICS, OVERALL
 from hotmem_eval.metric_statistics import (
     GROUPS_COLUMNS,
@@ -126,10 +128,11 @@ def per_query_metrics(
     queries_df = canonical(queries, QUERIES_COLUMNS, "queries")
     groups_df = canonical(groups, GROUPS_COLUMNS, "groups")
     try:
-        qrel_counts, slot_counts = pl.collect_all(
+        qrel_counts, slot_counts, members = pl.collect_all(
             [
                 per_qrels(qrels_df.lazy()),
                 per_slots(results_lf, qrels_df.lazy(), queries_df.lazy(), groups_df.lazy(), k),
+                grouped_members(qrels_df.lazy(), groups_df.lazy()),
             ],
             engine=ENGINE,
             optimizations=OPTIMIZATIONS,
@@ -147,7 +150,13 @@ def per_query_metrics(
     # broken input, only be wrong), and thrown away if a rule is broken.
     stats, *counts = pl.collect_all(
         [
-            statistics(queries_df.lazy(), qrel_counts.lazy(), slot_counts.lazy(), depth),
+            statistics(
+                queries_df.lazy(),
+                qrel_counts.lazy(),
+                slot_counts.lazy(),
+                members,
+                depth,
+            ),
             *rules.count_plans(),
         ],
         engine=ENGINE,

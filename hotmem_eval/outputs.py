@@ -1,7 +1,10 @@
 """Writing a run's outputs: JSON, Markdown, and the Parquet/CSV export directory.
 
 Every file is written to a temporary sibling and renamed into place, so an interrupted run
-never leaves a half-written output; nothing is written until the run has succeeded.
+never leaves a half-written output; nothing is written until the run has succeeded. An output
+path that exists must be a regular file: the rename would replace a directory entry that is a
+symbolic link, a FIFO, a socket or a device (run as root, ``--output /dev/null`` would delete
+the device), so those are refused, before the run (``check_outputs``) and again at the rename.
 """
 
 from __future__ import annotations
@@ -9,8 +12,9 @@ from __future__ import annotations
 import functools
 import json
 import os
+import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +23,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hotmem_eval.attribution import misses_table
+from hotmem_eval.errors import UsageError
 from hotmem_eval.evaluate import EvalRun
 from hotmem_eval.sqlfiles import sql_files
 
-__all__ = ["EXPORT_TABLES", "MANIFEST", "atomic_write", "export_tables", "write_exports"]
+__all__ = [
+    "EXPORT_TABLES",
+    "MANIFEST",
+    "atomic_write",
+    "check_outputs",
+    "export_paths",
+    "export_tables",
+    "write_exports",
+]
 
 MANIFEST = "manifest.json"
 #: table name -> what one row is. Column names are the canonical ones the SQL files read.
@@ -45,8 +58,48 @@ def _umask() -> int:
     return mask
 
 
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _refuse_unless_regular(path: Path) -> None:
+    try:
+        mode = os.stat(path, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+        raise UsageError(f"cannot write {str(path)!r}: it is {kind}, not a regular file")
+
+
+def check_outputs(files: Iterable[Path], directories: Iterable[Path] = ()) -> None:
+    """Refuse, before any work, output files that exist and are not regular files, and
+    output directories that exist and are not directories.
+
+    Raises:
+        UsageError: naming the first such path and what it is.
+    """
+    for directory in directories:
+        if directory.exists() and not directory.is_dir():
+            raise UsageError(f"cannot write into {str(directory)!r}: it is not a directory")
+    for path in files:
+        _refuse_unless_regular(path)
+
+
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write`` on a temporary file beside ``path``, then rename it onto ``path``."""
+    """Call ``write`` on a temporary file beside ``path``, then rename it onto ``path``.
+
+    Raises:
+        UsageError: ``path`` exists and is not a regular file (checked before writing and
+            again just before the rename); nothing is left behind.
+    """
+    _refuse_unless_regular(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(handle)
@@ -54,6 +107,7 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
         write(Path(temporary))
         # mkstemp creates the file 0600; an output gets the usual permissions (umask applied).
         os.chmod(temporary, 0o666 & ~_umask())
+        _refuse_unless_regular(path)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -105,6 +159,12 @@ def export_tables(run: EvalRun) -> dict[str, pa.Table]:
         "misses": misses_table(run.misses),
         "transfer": run.transfer.comparison,
     }
+
+
+def export_paths(directory: Path) -> list[Path]:
+    """Every file ``write_exports`` writes into ``directory``."""
+    tables = [directory / f"{name}.parquet" for name in EXPORT_TABLES]
+    return [*tables, directory / "category_metrics.csv", directory / MANIFEST]
 
 
 def write_exports(run: EvalRun, directory: Path, *, result: dict[str, Any]) -> list[Path]:

@@ -3,8 +3,18 @@
 Each export table becomes a DuckDB view of the same name, with a ``run`` column (the export
 directory's name) so several runs can be compared in one query. The metric registry is the
 table ``metrics`` (the SQL files' input of that name). With exactly one run, every versioned SQL
-file is also a view, ``sql_<name>`` (for example ``sql_category_metrics``), computed over that
-run's tables with its top-k.
+file whose columns that run's tables have is also a view, ``sql_<name>`` (for example
+``sql_category_metrics``), computed over that run's tables with its top-k.
+
+By default the SQL runs as it would in ``duckdb`` itself: with the user's full file and network
+access (``COPY ... TO`` any file, ``read_csv('/etc/passwd')``, ``ATTACH``, ``INSTALL``/``LOAD``,
+``http(s)://`` URLs). ``safe=True`` (``--safe``) first copies every run table into memory, then
+turns external access off and locks the configuration (``SAFE_SETTINGS``), so the SQL can read
+those tables and nothing else, and cannot turn the settings back.
+
+Ctrl-C during a query stops it at once (``_Interrupts``) and raises ``KeyboardInterrupt``
+(exit 130), though DuckDB reports the stopped query as an error of its own (a ``RuntimeError``
+"Query interrupted", or an ``InterruptException``).
 """
 
 from __future__ import annotations
@@ -12,8 +22,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
+import signal
+import socket
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any, Literal
 
 import duckdb
@@ -23,9 +38,21 @@ from hotmem_eval.metric_registry import metrics_frame
 from hotmem_eval.outputs import EXPORT_TABLES, MANIFEST
 from hotmem_eval.sqlfiles import sql_files
 
-__all__ = ["Format", "format_rows", "open_runs", "run_query"]
+__all__ = ["SAFE_SETTINGS", "Format", "format_rows", "open_runs", "run_query"]
 
 Format = Literal["table", "csv", "json"]
+#: What ``safe`` mode sets, in order, once the run tables are in memory; the last locks them.
+SAFE_SETTINGS = (
+    "SET python_enable_replacements = false",  # no scans of Python variables by name
+    "SET autoinstall_known_extensions = false",
+    "SET autoload_known_extensions = false",
+    "SET allow_community_extensions = false",
+    "SET enable_external_access = false",  # no files, no network, no ATTACH, no extensions
+    # Also off by name (after the line above: DuckDB 2.0 refuses that setting once its
+    # local file system is disabled).
+    "SET disabled_filesystems = 'LocalFileSystem,HTTPFileSystem'",
+    "SET lock_configuration = true",  # and no SET that would undo any of it
+)
 
 
 def _quote(text: str) -> str:
@@ -52,8 +79,11 @@ def _manifest(directory: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: cannot read the manifest: {exc}") from None
 
 
-def open_runs(directories: Sequence[Path]) -> duckdb.DuckDBPyConnection:
+def open_runs(directories: Sequence[Path], *, safe: bool = False) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with every export table of ``directories`` as a view.
+
+    With ``safe`` each table is copied into memory instead, and the connection then reads
+    nothing else (``SAFE_SETTINGS``).
 
     Raises:
         UsageError: a directory is not a run export or misses a table.
@@ -63,6 +93,7 @@ def open_runs(directories: Sequence[Path]) -> duckdb.DuckDBPyConnection:
     manifests = [_manifest(directory) for directory in directories]
     names = _run_names(directories)
     con = duckdb.connect()
+    kind = "TABLE" if safe else "VIEW"
     for table in EXPORT_TABLES:
         parts = []
         for directory, name in zip(directories, names, strict=True):
@@ -70,7 +101,7 @@ def open_runs(directories: Sequence[Path]) -> duckdb.DuckDBPyConnection:
             if not path.is_file():
                 raise UsageError(f"{directory}: missing {path.name} (expected every export table)")
             parts.append(f"SELECT {_quote(name)} AS run, * FROM read_parquet({_quote(str(path))})")
-        con.execute(f"CREATE VIEW {table} AS " + " UNION ALL BY NAME ".join(parts))
+        con.execute(f"CREATE {kind} {table} AS " + " UNION ALL BY NAME ".join(parts))
     # A table copied from the registry, so the connection does not hold a Python object.
     con.register("metric_registry", metrics_frame())
     con.execute("CREATE TABLE metrics AS FROM metric_registry")
@@ -79,8 +110,67 @@ def open_runs(directories: Sequence[Path]) -> duckdb.DuckDBPyConnection:
         con.execute("SET VARIABLE k = ?", [int(manifests[0]["top_k"])])
         for name, file in sql_files().items():
             body = file.text.strip().rstrip(";")
-            con.execute(f"CREATE VIEW sql_{name} AS {body}")
+            try:
+                con.execute(f"CREATE VIEW sql_{name} AS {body}")
+            except duckdb.BinderException:
+                # The file reads a column these exports lack (paired_deltas needs a profile
+                # column): no view, rather than no query at all.
+                continue
+    if safe:
+        for setting in SAFE_SETTINGS:
+            con.execute(setting)
     return con
+
+
+class _Interrupts:
+    """Ctrl-C while a query runs: interrupt it at once, and remember that it came.
+
+    DuckDB checks for signals only between the tasks its calling thread runs, so one long task
+    can hold a Ctrl-C back until the query ends. Here the signal's wakeup byte
+    (``signal.set_wakeup_fd``, written by the C-level handler however busy the main thread
+    is) wakes a watcher thread, which calls ``interrupt()`` on the DuckDB connection; the query
+    then stops within moments. Nothing is installed outside the main thread (signals go there).
+    """
+
+    def __init__(self) -> None:
+        self.database: duckdb.DuckDBPyConnection | None = None
+        self._seen = False
+
+    @property
+    def seen(self) -> bool:
+        """Whether a Ctrl-C came."""
+        return self._seen
+
+    def _record(self, signum: int, frame: FrameType | None) -> None:
+        self._seen = True
+        signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt
+
+    def _watch(self, reader: socket.socket) -> None:
+        while data := reader.recv(64):  # b"" once the writer closes
+            if signal.SIGINT in data:
+                self._seen = True
+                if self.database is not None:
+                    self.database.interrupt()
+
+    @contextmanager
+    def installed(self) -> Iterator[_Interrupts]:
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        reader, writer = socket.socketpair()
+        writer.setblocking(False)
+        watcher = threading.Thread(target=self._watch, args=(reader,), daemon=True)
+        previous_handler = signal.signal(signal.SIGINT, self._record)
+        previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        watcher.start()
+        try:
+            yield self
+        finally:
+            signal.set_wakeup_fd(previous_fd)
+            signal.signal(signal.SIGINT, previous_handler)
+            writer.close()
+            watcher.join()
+            reader.close()
 
 
 def format_rows(columns: list[str], rows: list[tuple[Any, ...]], fmt: Format) -> str:
@@ -126,20 +216,42 @@ def format_rows(columns: list[str], rows: list[tuple[Any, ...]], fmt: Format) ->
     return "\n".join(lines) + "\n"
 
 
-def run_query(directories: Sequence[Path], sql: str, *, fmt: Format = "table") -> str:
+def run_query(
+    directories: Sequence[Path], sql: str, *, fmt: Format = "table", safe: bool = False
+) -> str:
     """Run ``sql`` over the runs in ``directories`` and format the result.
 
+    Args:
+        directories: the run export directories.
+        sql: one or more SQL statements; the last one's result is formatted.
+        fmt: ``"table"``, ``"csv"`` or ``"json"``.
+        safe: read only the run tables: no other file, no network, no extension (the SQL
+            otherwise runs with the user's full file and network access).
+
     Raises:
-        UsageError: a directory is not a run export, or DuckDB rejects the SQL.
+        UsageError: a directory is not a run export, or DuckDB rejects the SQL (in ``safe``
+            mode, also SQL that would touch a file, the network or the settings).
+        KeyboardInterrupt: Ctrl-C while it ran.
     """
-    con = open_runs(directories)
-    try:
-        relation = con.sql(sql)
-        if relation is None:
-            return ""
-        return format_rows(list(relation.columns), relation.fetchall(), fmt)
-    except duckdb.Error as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise UsageError(f"query failed: {first}") from None
-    finally:
-        con.close()
+    with _Interrupts().installed() as interrupts:
+        try:
+            con = open_runs(directories, safe=safe)
+            interrupts.database = con
+            try:
+                relation = con.sql(sql)
+                if relation is None:
+                    return ""
+                return format_rows(list(relation.columns), relation.fetchall(), fmt)
+            finally:
+                interrupts.database = None
+                con.close()
+        except (duckdb.Error, RuntimeError) as exc:
+            # DuckDB reports a query stopped by Ctrl-C as an error of its own.
+            if interrupts.seen:
+                raise KeyboardInterrupt from None
+            if not isinstance(exc, duckdb.Error):
+                raise
+            first = str(exc).strip().splitlines()[0]
+            if safe and isinstance(exc, duckdb.PermissionException):
+                first = f"refused by --safe (only the run tables can be read): {first}"
+            raise UsageError(f"query failed: {first}") from None

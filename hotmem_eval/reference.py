@@ -20,6 +20,7 @@ __all__ = ["REFERENCE_METRICS", "Definition", "aggregate_metrics", "per_query_me
 Row = Mapping[str, Any]
 
 RELEVANT = 2
+ALPHA = 0.5
 DUPLICATE_CATEGORY = "near_duplicate_diversity"
 OVERALL = "overall"
 
@@ -32,6 +33,11 @@ class Query:
     scope: str | None
     grades: dict[str, int]  # memory_id -> grade, for grades >= 1
     slots: list[tuple[int, str, str | None, str]]  # (rank, memory, identifier, group), by rank
+    groups: dict[str, str]  # memory_id -> group_id, for the memories in a group
+
+    def group(self, memory: str) -> str:
+        """The memory's near-duplicate group: itself when it is in none."""
+        return self.groups.get(memory, memory)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +103,45 @@ def _ndcg(query: Query, k: int) -> Value:
     return Value(True, dcg / ideal if ideal > 0 else 0.0)
 
 
+def _group_recall(query: Query, k: int) -> Value:
+    relevant = _relevant(query)
+    if not relevant:
+        return Value(applicable=False)
+    groups = {query.group(memory) for memory in relevant}
+    found = {group for _, memory, _, group in query.slots if memory in relevant}
+    return Value(True, len(found) / len(groups), len(found), len(groups))
+
+
+def _alpha_gain(memory: str, query: Query, placed: Mapping[str, int]) -> float:
+    """(1 - alpha)^c for a relevant memory, c = relevant memories of its group placed before."""
+    if memory not in _relevant(query):
+        return 0.0
+    return (1 - ALPHA) ** placed.get(query.group(memory), 0)
+
+
+def _alpha_ndcg(query: Query, k: int) -> Value:
+    relevant = _relevant(query)
+    if not relevant:
+        return Value(applicable=False)
+    placed: dict[str, int] = defaultdict(int)  # group -> its relevant memories ranked so far
+    dcg = 0.0
+    for rank, memory, _, group in query.slots:
+        dcg += _alpha_gain(memory, query, placed) / math.log2(rank + 1)
+        if memory in relevant:
+            placed[group] += 1
+    # The greedy ideal ranking: at each rank the relevant memory of the largest gain; max()
+    # keeps the first of equal gains, so ties go to the smallest memory_id.
+    placed.clear()
+    left = sorted(relevant)
+    ideal = 0.0
+    for position in range(1, min(k, len(left)) + 1):
+        best = max(left, key=lambda memory: _alpha_gain(memory, query, placed))
+        ideal += _alpha_gain(best, query, placed) / math.log2(position + 1)
+        placed[query.group(best)] += 1
+        left.remove(best)
+    return Value(True, dcg / ideal if ideal > 0 else 0.0)
+
+
 def _negative_fpr(query: Query, k: int) -> Value:
     if query.grades:
         return Value(applicable=False)
@@ -153,6 +198,8 @@ REFERENCE_METRICS: dict[str, Definition] = {
     "success_at_k": Definition(_success(None)),
     "mrr_at_k": Definition(_mrr),
     "ndcg_at_k": Definition(_ndcg),
+    "group_recall_at_k": Definition(_group_recall),
+    "alpha_ndcg_at_k": Definition(_alpha_ndcg),
     "negative_fpr_at_k": Definition(_negative_fpr),
     "negative_returned_at_k": Definition(_negative_returned),
     "duplicate_slot_rate_at_k": Definition(_duplicate_slot_rate, pooled=True),
@@ -167,9 +214,9 @@ def _queries(
     groups: Iterable[Row],
     k: int,
 ) -> dict[str, Query]:
-    group_of: dict[tuple[str, str], str] = {
-        (row["query_id"], row["memory_id"]): row["group_id"] for row in groups
-    }
+    groups_of: dict[str, dict[str, str]] = defaultdict(dict)
+    for row in groups:
+        groups_of[row["query_id"]][row["memory_id"]] = row["group_id"]
     grades: dict[str, dict[str, int]] = defaultdict(dict)
     for row in qrels:
         if row["grade"] >= 1:
@@ -177,15 +224,16 @@ def _queries(
     slots: dict[str, list[tuple[int, str, str | None, str]]] = defaultdict(list)
     for row in results:
         if row["rank"] <= k:
-            key = (row["query_id"], row["memory_id"])
-            group: str = group_of[key] if key in group_of else row["memory_id"]
-            slots[row["query_id"]].append((row["rank"], row["memory_id"], row["identifier"], group))
+            memory: str = row["memory_id"]
+            group = groups_of[row["query_id"]].get(memory, memory)
+            slots[row["query_id"]].append((row["rank"], memory, row["identifier"], group))
     return {
         row["query_id"]: Query(
             category=row["category"],
             scope=row["identifier"],
             grades=grades[row["query_id"]],
             slots=sorted(slots[row["query_id"]]),
+            groups=groups_of[row["query_id"]],
         )
         for row in queries
     }

@@ -100,7 +100,15 @@ def _observations(result: dict[str, Any]) -> list[str]:
             )
         duplicate = block.get("duplicate_slot_rate_at_k", {})
         if duplicate.get("value") is not None:
-            parts.append(f"duplicate-slot rate {_cell(duplicate)}")
+            # Where duplicates are counted, say too how many answers (groups) they left out.
+            groups = block.get("group_recall_at_k", {})
+            diversity = ""
+            if groups.get("value") is not None:
+                diversity = (
+                    f", group recall@{k} {_cell(groups)}, "
+                    f"α-nDCG@{k} {block['alpha_ndcg_at_k']['value']:.3f}"
+                )
+            parts.append(f"duplicate-slot rate {_cell(duplicate)}{diversity}")
         leak = block.get("scope_leak_rate_at_k", {})
         if leak.get("value") is not None:
             parts.append(f"scope leak {_cell(leak)}")

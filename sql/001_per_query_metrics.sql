@@ -1,9 +1,12 @@
 -- name: per_query_metrics
--- version: 3
+-- version: 4
 -- inputs: metrics(metric, metric_order, applies_to) (the metric registry, hotmem_eval.metric_registry.metrics_frame()), results(query_id, rank, memory_id, identifier), qrels(query_id, memory_id, grade), queries(query_id, category, identifier), groups(query_id, memory_id, group_id); variable k, set first with SET VARIABLE k = 5
 -- output: one row per (query_id, metric): query_id, category, metric, value, numerator, denominator, applicable; ordered by metric (registry order), then query_id
 --
 -- The SQL twin of hotmem_eval.metrics.per_query_metrics; docs/metrics.md has every formula.
+-- Version 4: adds group_recall_at_k and alpha_ndcg_at_k (alpha = 0.5, metric_registry.ALPHA),
+-- which read the group of every relevant memory, returned or not; a memory in no group is its
+-- own group. The other metrics' rows and values are those of version 3.
 -- Version 3: reads the metric registry as the input metrics; each metric's order and the queries
 -- it applies to come from there, and a block here holds only a metric's name and formula. A
 -- metric of metrics with no formula here, or a formula for a metric not in metrics, is an error.
@@ -54,6 +57,52 @@ ideal AS (
     GROUP BY ideal_positions.query_id
 ),
 
+-- Each relevant memory with its near-duplicate group (its own id when it is in none).
+relevant_members AS (
+    SELECT
+        graded.query_id,
+        graded.memory_id,
+        coalesce(groups.group_id, graded.memory_id) AS group_id
+    FROM graded
+    LEFT JOIN groups
+        ON groups.query_id = graded.query_id AND groups.memory_id = graded.memory_id
+    WHERE graded.grade >= 2
+),
+
+group_sizes AS (
+    SELECT query_id, group_id, count(*) AS members
+    FROM relevant_members
+    GROUP BY query_id, group_id
+),
+
+-- The greedy ideal ranking for alpha-nDCG: one relevant memory of every relevant group (level 0,
+-- gain 1), then a second of every group with two (level 1, gain 0.5), and so on; the levels
+-- fill the positions in increasing order. Which memory of a level comes first (ties by
+-- memory_id) does not change the sum, so a level's rows are numbered in any order.
+ideal_levels AS (
+    SELECT query_id, unnest(range(members)) AS level
+    FROM group_sizes
+),
+
+ideal_level_positions AS (
+    SELECT
+        query_id,
+        level,
+        row_number() OVER (PARTITION BY query_id ORDER BY level) AS position
+    FROM ideal_levels
+),
+
+ideal_alpha AS (
+    SELECT
+        ideal_level_positions.query_id,
+        count(*) FILTER (WHERE level = 0) AS relevant_groups,
+        sum(power(0.5, level) / log2(position + 1)) FILTER (WHERE position <= params.k)
+            AS ideal_alpha_dcg
+    FROM ideal_level_positions
+    CROSS JOIN params
+    GROUP BY ideal_level_positions.query_id
+),
+
 top_slots AS (
     SELECT
         results.query_id,
@@ -89,6 +138,26 @@ slot_counts AS (
     GROUP BY query_id
 ),
 
+-- Each relevant top-k slot with the number of relevant slots of its group ranked above it.
+relevant_slots AS (
+    SELECT
+        query_id,
+        rank,
+        group_id,
+        row_number() OVER (PARTITION BY query_id, group_id ORDER BY rank) - 1 AS earlier_relevant
+    FROM top_slots
+    WHERE grade >= 2
+),
+
+relevant_slot_counts AS (
+    SELECT
+        query_id,
+        count(DISTINCT group_id) AS relevant_groups_at_k,
+        sum(power(0.5, earlier_relevant) / log2(rank + 1)) AS alpha_dcg
+    FROM relevant_slots
+    GROUP BY query_id
+),
+
 statistics AS (
     SELECT
         queries.query_id,
@@ -103,11 +172,17 @@ statistics AS (
         slot_counts.first_relevant_rank,
         coalesce(slot_counts.dcg, 0.0) AS dcg,
         coalesce(slot_counts.duplicate_slots, 0) AS duplicate_slots,
-        coalesce(slot_counts.leaked_slots, 0) AS leaked_slots
+        coalesce(slot_counts.leaked_slots, 0) AS leaked_slots,
+        coalesce(ideal_alpha.relevant_groups, 0) AS relevant_groups,
+        coalesce(ideal_alpha.ideal_alpha_dcg, 0.0) AS ideal_alpha_dcg,
+        coalesce(relevant_slot_counts.relevant_groups_at_k, 0) AS relevant_groups_at_k,
+        coalesce(relevant_slot_counts.alpha_dcg, 0.0) AS alpha_dcg
     FROM queries
     LEFT JOIN qrel_counts ON qrel_counts.query_id = queries.query_id
     LEFT JOIN ideal ON ideal.query_id = queries.query_id
     LEFT JOIN slot_counts ON slot_counts.query_id = queries.query_id
+    LEFT JOIN ideal_alpha ON ideal_alpha.query_id = queries.query_id
+    LEFT JOIN relevant_slot_counts ON relevant_slot_counts.query_id = queries.query_id
 ),
 
 -- One block per metric: its name and its formula over the statistics.
@@ -145,6 +220,18 @@ formulas AS (
     SELECT
         query_id, 'ndcg_at_k',
         CASE WHEN ideal_dcg > 0 THEN dcg / ideal_dcg ELSE 0.0 END,
+        NULL, NULL
+    FROM statistics
+    UNION ALL
+    SELECT
+        query_id, 'group_recall_at_k',
+        relevant_groups_at_k / nullif(relevant_groups, 0),
+        relevant_groups_at_k, relevant_groups
+    FROM statistics
+    UNION ALL
+    SELECT
+        query_id, 'alpha_ndcg_at_k',
+        CASE WHEN ideal_alpha_dcg > 0 THEN alpha_dcg / ideal_alpha_dcg ELSE 0.0 END,
         NULL, NULL
     FROM statistics
     UNION ALL

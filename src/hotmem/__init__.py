@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from hotmem.db import MemoryStore, open_store
 from hotmem.embed import DIMENSION, MODEL_NAME, embed
+from hotmem.embedders import EMBEDDERS, SEMANTIC_MODEL, Embedder, EmbedderEntry, get_embedder
 from hotmem.errors import (
     DuplicateMemoryError,
+    EmbedderError,
     HotmemError,
     HydrationError,
     MemoryNotFoundError,
+    MissingExtraError,
     SnapshotError,
     StoreError,
     ValidationError,
@@ -34,6 +37,7 @@ from hotmem.fields import (
 )
 from hotmem.fts import FTS_TOKENIZER, LEXICAL_INDEX
 from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
+from hotmem.jsonl import MAX_JSON_DEPTH, MAX_JSON_NUMBER, JsonlProblem, JsonlRecord, read_jsonl
 from hotmem.models import Memory, fixed_clock, parse_timestamp, system_clock
 from hotmem.search import (
     MAX_LIMIT,
@@ -51,28 +55,40 @@ from hotmem.snapshot import (
     hydrate,
     verify_snapshot,
 )
+from hotmem.storage import BUSY_TIMEOUT
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BUSY_TIMEOUT",
     "DIMENSION",
+    "EMBEDDERS",
     "FIELD_NAMES",
     "FTS_TOKENIZER",
     "LEXICAL_INDEX",
     "MAX_ID_LENGTH",
+    "MAX_JSON_DEPTH",
+    "MAX_JSON_NUMBER",
     "MAX_LIMIT",
     "MIN_SIMILARITY",
     "MODEL_NAME",
+    "SEMANTIC_MODEL",
     "WEIGHTS",
     "Breach",
     "DuplicateMemoryError",
+    "Embedder",
+    "EmbedderEntry",
+    "EmbedderError",
     "Explanation",
     "HotmemError",
     "HydrationError",
     "HydrationReport",
+    "JsonlProblem",
+    "JsonlRecord",
     "Memory",
     "MemoryNotFoundError",
     "MemoryStore",
+    "MissingExtraError",
     "ScoreComponents",
     "SearchResult",
     "SnapshotError",
@@ -89,9 +105,11 @@ __all__ = [
     "field_breach",
     "fixed_clock",
     "format_timestamp",
+    "get_embedder",
     "hydrate",
     "open_store",
     "parse_timestamp",
+    "read_jsonl",
     "search_memories",
     "system_clock",
     "text_breach",

@@ -8,18 +8,24 @@ print one line per problem on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
 from pathlib import Path
 
 from hotmem import __version__
 from hotmem.db import MemoryStore, open_store
 from hotmem.errors import HotmemError, ValidationError
+from hotmem.jsonl import JsonlProblem, JsonlRecord, read_jsonl
 from hotmem.models import memory_from_mapping
 from hotmem.search import MAX_LIMIT, search_memories
 from hotmem.snapshot import hydrate, verify_snapshot
+from hotmem.snapshot._files import output_refusal, store_file_names
+from hotmem.storage import BUSY_TIMEOUT
 
 __all__ = ["EXIT_CODES", "default_db_path", "exit_code", "main"]
 
@@ -62,7 +68,7 @@ def _open(args: argparse.Namespace) -> MemoryStore:
     path = Path(args.db) if args.db else default_db_path()
     if not args.db:
         path.parent.mkdir(parents=True, exist_ok=True)
-    return open_store(path)
+    return open_store(path, busy_timeout=args.busy_timeout)
 
 
 def _print_json(payload: object) -> None:
@@ -85,40 +91,53 @@ def cmd_add(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def read_jsonl_memories(path: str) -> list[dict[str, object]]:
-    """Read and validate a JSONL file of memories; raise UserInputError listing every problem."""
-    label = "<stdin>" if path == "-" else path
+#: Problems of an import file printed one per line; past this many, only their number.
+MAX_REPORTED_PROBLEMS = 100
+
+
+def _invalid(record: JsonlRecord) -> str | None:
     try:
-        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    except OSError as exc:
-        raise UserInputError(f"{label}: cannot read: {exc.strerror}") from None
-    records, problems = [], []
-    for number, raw in enumerate(data.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw.decode("utf-8"))
-            memory_from_mapping(record)
-        except UnicodeDecodeError as exc:
-            problems.append(f"{label}:{number}: not UTF-8 ({exc.reason} at byte {exc.start})")
-        except json.JSONDecodeError as exc:
-            problems.append(f"{label}:{number}: invalid JSON: {exc.msg} (column {exc.colno})")
-        except ValidationError as exc:
-            problems.append(f"{label}:{number}: {exc}")
-        else:
-            records.append(record)
-    if not records and not problems:
-        problems.append(f"{label}: no memories found (the file is empty)")
-    if problems:
-        raise UserInputError("\n".join(problems))
-    return records
+        memory_from_mapping(record.value)
+    except ValidationError as exc:
+        return f"{record.path}:{record.line}: {exc}"
+    return None
+
+
+def jsonl_memories(path: str, problems: list[str]) -> Iterator[dict[str, object]]:
+    """The memories of a JSONL file (``-``: stdin), read and validated a line at a time.
+
+    Each problem is appended to ``problems`` as ``FILE:LINE: reason`` (``hotmem.read_jsonl``'s
+    policy, then the memory's field rules), and nothing is yielded after the first one; at the
+    end, any problem raises :class:`UserInputError` listing them (at most
+    ``MAX_REPORTED_PROBLEMS``, then their count), so a consumer writing in one transaction
+    rolls back.
+
+    Raises:
+        UserInputError: the file has at least one problem.
+    """
+    source = sys.stdin.buffer if path == "-" else path
+    total = 0
+    for item in read_jsonl(source, name="<stdin>" if path == "-" else path):
+        problem = str(item) if isinstance(item, JsonlProblem) else _invalid(item)
+        if problem is not None:
+            total += 1
+            if len(problems) < MAX_REPORTED_PROBLEMS:
+                problems.append(problem)
+        elif not total and isinstance(item, JsonlRecord):
+            yield item.value
+    if total:
+        more = total - len(problems)
+        tail = [f"... and {more} more problem{'s' if more != 1 else ''}"] if more else []
+        raise UserInputError("\n".join([*problems, *tail]))
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    records = read_jsonl_memories(args.file)
+    records = jsonl_memories(args.file, [])
+    # A file that fails from its first line fails before the store is opened (or created).
+    first = next(records)
     with _open(args) as store:
-        added = store.add_many(records)
-    print(f"imported {len(added)} memories")
+        added = store.add_stream(chain([first], records))
+    print(f"imported {added} memories")
     return EXIT_OK
 
 
@@ -156,8 +175,10 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def _package(path: str) -> str:
-    if not Path(path).is_file():
+    if not Path(path).exists():
         raise UserInputError(f"hotmem: cannot read package {path!r}: no such file")
+    if not Path(path).is_file():
+        raise UserInputError(f"hotmem: cannot read package {path!r}: not a regular file")
     return path
 
 
@@ -165,6 +186,10 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if not out.absolute().parent.is_dir():
         raise UserInputError(f"hotmem: cannot write {args.out!r}: its directory does not exist")
+    database = Path(args.db) if args.db else default_db_path()
+    refusal = output_refusal(out, store_file_names(database))  # not a regular file, the store
+    if refusal is not None:
+        raise UserInputError(f"hotmem: {refusal}")
     if out.exists() and not args.force:
         raise UserInputError(f"hotmem: {args.out!r} already exists; pass --force to replace it")
     with _open(args) as store:
@@ -204,7 +229,7 @@ def cmd_hydrate(args: argparse.Namespace) -> int:
     target = Path(args.db) if args.db else default_db_path()
     if not args.db:
         target.parent.mkdir(parents=True, exist_ok=True)
-    report = hydrate(package, target)
+    report = hydrate(package, target, recompute_vectors=args.recompute_vectors)
     print(
         f"hydrated {report.record_count} memories into {report.target} "
         f"(content digest {report.content_digest})"
@@ -219,6 +244,16 @@ def _limit(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer, found {text!r}") from None
     if not 1 <= value <= MAX_LIMIT:
         raise argparse.ArgumentTypeError(f"expected 1..{MAX_LIMIT}, found {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, found {text!r}") from None
+    if not math.isfinite(value) or not 0 <= value <= 86_400:
+        raise argparse.ArgumentTypeError(f"expected 0..86400 seconds, found {text!r}")
     return value
 
 
@@ -257,7 +292,9 @@ def _db_here(p: argparse.ArgumentParser, help_text: str) -> None:
 
 def _configure_snapshot(p: argparse.ArgumentParser) -> None:
     p.add_argument("out", help="the package file to write (docs/snapshot-v2.md)")
-    p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    p.add_argument(
+        "--force", action="store_true", help="replace OUT if it exists (a regular file only)"
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     _db_here(p, "the store to snapshot (default: $HOTMEM_HOME/hotmem.db)")
 
@@ -272,6 +309,11 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
 
 def _configure_hydrate(p: argparse.ArgumentParser) -> None:
     p.add_argument("package", help="the package file (verified while hydrating)")
+    p.add_argument(
+        "--recompute-vectors",
+        action="store_true",
+        help="re-embed every fact; refuse the package if any vector differs",
+    )
     _db_here(p, "the new or empty store to create (default: $HOTMEM_HOME/hotmem.db)")
 
 
@@ -299,6 +341,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--db", help="store path (default: $HOTMEM_HOME/hotmem.db, HOTMEM_HOME=~/.hotmem)"
     )
+    parser.add_argument(
+        "--busy-timeout",
+        type=_seconds,
+        default=BUSY_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long a write waits for another process's write lock (default {BUSY_TIMEOUT:g})",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (help_text, configure, handler) in COMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)
@@ -309,6 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code."""
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        # A path given as non-UTF-8 bytes is printed back as the same bytes, not a traceback.
+        sys.stdout.reconfigure(errors="surrogateescape")
     args = build_parser().parse_args(argv)
     try:
         code: int = args.handler(args)

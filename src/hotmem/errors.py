@@ -6,10 +6,13 @@
     ├── ValidationError (ValueError) a memory or argument is malformed
     │   └── DuplicateMemoryError     a memory_id already exists
     ├── MemoryNotFoundError (KeyError)
-    ├── StoreError                   the database cannot be opened or is not a HotMem store
-    └── SnapshotError                a snapshot package cannot be written, read or trusted
-        ├── VerificationError        verification found problems (carries the report)
-        └── HydrationError           the target cannot be hydrated (not empty, incompatible)
+    ├── StoreError                   the store cannot be opened, read or written (not a
+    │                                HotMem store, locked, read-only, damaged)
+    ├── SnapshotError                a snapshot package cannot be written, read or trusted
+    │   ├── VerificationError        verification found problems (carries the report)
+    │   └── HydrationError           the target cannot be hydrated (not empty, incompatible)
+    └── EmbedderError                an embedder cannot be loaded (model files missing or altered)
+        └── MissingExtraError        an optional extra is not installed (names the extra)
 
 Messages say what was expected and what was found.
 """
@@ -18,9 +21,11 @@ from __future__ import annotations
 
 __all__ = [
     "DuplicateMemoryError",
+    "EmbedderError",
     "HotmemError",
     "HydrationError",
     "MemoryNotFoundError",
+    "MissingExtraError",
     "SnapshotError",
     "StoreError",
     "ValidationError",
@@ -49,7 +54,9 @@ class MemoryNotFoundError(HotmemError, KeyError):
 
 
 class StoreError(HotmemError):
-    """The database cannot be opened, or it is not a compatible HotMem store."""
+    """The store cannot be opened, read or written: it is not a compatible HotMem store, or
+    SQLite failed (locked past the busy timeout, read-only, damaged), or a stored row holds a
+    value the store never writes. Every ``sqlite3.Error`` reaches callers as one of these."""
 
 
 class SnapshotError(HotmemError):
@@ -70,3 +77,21 @@ class VerificationError(SnapshotError):
 
 class HydrationError(SnapshotError):
     """A package cannot be hydrated into the target (not empty, or incompatible)."""
+
+
+class EmbedderError(HotmemError):
+    """An embedder cannot be loaded: a model file is missing, unreadable or not the pinned one."""
+
+
+class MissingExtraError(EmbedderError):
+    """An optional capability needs an extra that is not installed.
+
+    Attributes:
+        extra: the extra's name (``pip install 'hotmem[<extra>]'``).
+        missing: the modules that could not be imported.
+    """
+
+    def __init__(self, message: str, *, extra: str, missing: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.extra = extra
+        self.missing = missing

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import NamedTuple
 
+from hotmem.errors import ValidationError
+
 __all__ = [
     "FIELD_NAMES",
     "FIELD_RULES",
@@ -29,6 +31,7 @@ __all__ = [
     "canonical_timestamp_breach",
     "field_breach",
     "format_timestamp",
+    "lookup_text",
     "shown",
     "text_breach",
     "timestamp_or_breach",
@@ -90,6 +93,20 @@ def unicode_breach(field: str, text: str) -> Breach | None:
     return None
 
 
+def lookup_text(field: str, value: object) -> str:
+    """``value`` as a string that can be looked up in the store (valid Unicode).
+
+    Raises:
+        ValidationError: it is not a string, or holds a lone surrogate.
+    """
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be a string; found {type(value).__name__}")
+    breach = unicode_breach(field, value)
+    if breach is not None:
+        raise ValidationError(str(breach))
+    return value
+
+
 def text_breach(field: str, value: object, *, max_length: int | None = None) -> Breach | None:
     """The rule of every text field: a non-blank string of valid Unicode without NUL."""
     if not isinstance(value, str):
@@ -140,11 +157,15 @@ def timestamp_or_breach(value: object, *, field: str = "created_at") -> datetime
     if not isinstance(moment, datetime):
         expected = f"{field} as a datetime or ISO-8601 text such as {_EXAMPLE}"
         return Breach(expected, _found(value))
-    if moment.tzinfo is None or moment.utcoffset() is None:
+    try:
+        offset = moment.utcoffset()
+    except (ValueError, TypeError, OverflowError) as exc:  # a tzinfo answering nonsense
+        return Breach(f"{field} with a valid timezone such as {_EXAMPLE}", f"{given} ({exc})")
+    if offset is None:
         return Breach(f"{field} with a timezone such as {_EXAMPLE}", f"{given} (no timezone)")
     try:
         return moment.astimezone(UTC)
-    except OverflowError:  # 0001-01-01T00:00:00+01:00 is before the first representable UTC
+    except (OverflowError, ValueError):  # 0001-01-01T00:00:00+01:00 is before year 1 in UTC
         return Breach(f"{field} within years 1..9999 once converted to UTC", given)
 
 

@@ -141,22 +141,35 @@ def match_expression(terms: list[str]) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class LexicalQuery:
-    """The two FTS5 ``MATCH`` expressions of one query (``None`` when it has no such term).
+    """The lexical terms of one query, split between the two FTS5 tables.
 
     Attributes:
-        words: over ``memories_fts``: the informative terms outside CJK runs.
-        cjk: over ``memories_cjk``: the grams of the query's CJK runs.
+        words: the terms looked up in ``memories_fts`` (informative terms outside CJK runs).
+        grams: the grams looked up in ``memories_cjk`` (of the query's CJK runs).
     """
 
-    words: str | None
-    cjk: str | None
+    words: tuple[str, ...]
+    grams: tuple[str, ...]
+
+    @property
+    def words_expression(self) -> str | None:
+        """The ``MATCH`` expression over ``memories_fts``, ``None`` without a word."""
+        return match_expression(list(self.words))
+
+    @property
+    def grams_expression(self) -> str | None:
+        """The ``MATCH`` expression over ``memories_cjk``, ``None`` without a gram."""
+        return match_expression(list(self.grams))
+
+    def __bool__(self) -> bool:
+        return bool(self.words or self.grams)
 
 
 def lexical_query(text: str) -> LexicalQuery:
     """Split the informative terms of ``text`` between the word index and the CJK index.
 
-    A term with CJK letters contributes their grams (:func:`cjk_grams`) to ``cjk``, and the rest
-    of the term ("release" of "release東京") to ``words``.
+    A term with CJK letters contributes their grams (:func:`cjk_grams`) to ``grams``, and the
+    rest of the term ("release" of "release東京") to ``words``.
     """
     words: list[str] = []
     grams: list[str] = []
@@ -172,4 +185,4 @@ def lexical_query(text: str) -> LexicalQuery:
             for rest in _CJK_RUN.split(term)
             if rest and rest not in STOPWORDS and rest not in words
         )
-    return LexicalQuery(match_expression(words), match_expression(grams[:MAX_QUERY_TERMS]))
+    return LexicalQuery(tuple(words), tuple(grams[:MAX_QUERY_TERMS]))

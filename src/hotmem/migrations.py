@@ -1,13 +1,24 @@
-"""Schema migrations: how a store written by an earlier HotMem is brought to this version.
+"""Schema migrations: a registry of functions keyed by the schema version they migrate from.
 
-A migration is a function from one schema version to the next, run inside the transaction that
-opens the store, so a store is migrated completely or not at all (a crash leaves the old
-version, migrated again on the next open). ``MIGRATIONS`` maps the version a migration starts
-from to it; :func:`upgrade` runs every step from the version found to ``SCHEMA_VERSION``.
+``MIGRATIONS[v]`` turns a store of schema version ``v`` into one of version ``v + 1``. Store
+setup (``storage.setup``) runs every migration from the store's version up to
+``schema.SCHEMA_VERSION`` inside its one setup transaction, then records the new version, so a
+migration either completes or leaves no trace (a process killed half-way leaves the old
+version, migrated again on the next open). After the migrations, setup completes whatever
+derived object is still missing (an index, a trigger) and rebuilds the full-text index when
+it may be out of step with the memories.
 
-Version 1 → 2 changes only derived data (docs/snapshot-v2.md, "Derived indexes"): the word index
-gains the porter stemmer and CJK facts gain their character-gram index, so the migration drops
-the full-text index, creates the new ones and rebuilds them from the facts.
+A migration holds its own SQL, written out: what it does never changes, even when
+``schema.py`` moves on. It may be slow on a large store (rebuilding the full-text index reads
+every memory); it must be correct when run on a store whose derived objects are incomplete.
+
+Adding a migration: bump ``schema.SCHEMA_VERSION`` to ``N + 1``, update the schema's SQL, and
+register ``MIGRATIONS[N]``; a test opens a store built with version ``N``'s SQL and checks the
+result equals a new store's (``tests/hotmem/test_storage.py`` does so for version 1). A
+migration that changes a ``hotmem_meta`` value other than ``schema_version`` (a new FTS
+tokenizer) writes the new value itself and adds the key to ``storage._MIGRATED_KEYS``, so that
+an older store's value is not refused before the migration runs; a migration that changes how
+the full-text index tokenizes rebuilds it (``lexical_index.rebuild``).
 """
 
 from __future__ import annotations
@@ -16,55 +27,105 @@ import sqlite3
 import sys
 from collections.abc import Callable
 
-from hotmem import schema
+__all__ = ["MIGRATIONS", "Migration", "migrate"]
 
-__all__ = ["MIGRATIONS", "upgrade"]
-
-# Stores at least this large announce the rebuild on stderr (when it is a terminal).
+Migration = Callable[[sqlite3.Connection], None]
+# Stores at least this large say on stderr that they are migrating (when it is a terminal).
 _ANNOUNCE_ROWS = 10_000
 
 
-def _v1_to_v2(connection: sqlite3.Connection) -> None:
-    """unicode61 → porter unicode61 for words, plus the CJK gram index (``memories_cjk``)."""
-    from hotmem.db import rebuild_lexical_index  # the store's module; imported when needed
+def _defer_fts_during_bulk_writes(connection: sqlite3.Connection) -> None:
+    """1 -> 2: bulk writes turn the FTS insert trigger off with a row, not by dropping it.
 
-    connection.execute("DROP TRIGGER IF EXISTS memories_fts_insert")
-    connection.execute("DROP TRIGGER IF EXISTS memories_fts_delete")
-    connection.execute("DROP TRIGGER IF EXISTS memories_fts_update")
-    connection.execute("DROP TABLE IF EXISTS memories_fts")
-    for statement in schema.LEXICAL_TABLES:
-        connection.execute(statement)
-    rebuild_lexical_index(connection)
-    for statement in schema.FTS_TRIGGERS:
-        connection.execute(statement)
-
-
-#: version a migration starts from -> the migration to the next version.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2}
-
-
-def upgrade(connection: sqlite3.Connection, found: int, *, label: str) -> None:
-    """Migrate the store behind ``connection`` from version ``found`` to ``SCHEMA_VERSION``,
-    inside the caller's transaction, and record the new metadata.
-
-    Raises:
-        KeyError: no migration starts from some version on the way (the caller refuses it).
+    Version 1 dropped and recreated ``memories_fts_insert`` inside each bulk write, which
+    broke readers in other processes ("vtable constructor failed").
     """
-    rows = int(connection.execute("SELECT count(*) FROM memories").fetchone()[0])
-    announce = rows >= _ANNOUNCE_ROWS and sys.stderr.isatty()
-    for version in range(found, schema.SCHEMA_VERSION):
-        step = MIGRATIONS[version]
-        if announce:
-            print(
-                f"hotmem: migrating {label} from schema {version} to {version + 1} "
-                f"(rebuilding the full-text index of {rows} memories)...",
-                file=sys.stderr,
-                flush=True,
-            )
-        step(connection)
-    connection.executemany(
-        "INSERT OR REPLACE INTO hotmem_meta (key, value) VALUES (?, ?)",
-        sorted(schema.expected_meta().items()),
+    connection.execute(
+        "CREATE TABLE IF NOT EXISTS hotmem_fts_deferred (after_rowid INTEGER NOT NULL)"
+    )
+    connection.execute("DROP TRIGGER IF EXISTS memories_fts_insert")
+    connection.execute(
+        """CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories
+WHEN NOT EXISTS (SELECT 1 FROM hotmem_fts_deferred) BEGIN
+    INSERT INTO memories_fts (rowid, fact) VALUES (new.rowid, new.fact);
+END"""
+    )
+
+
+def _stemmed_words_and_cjk_grams(connection: sqlite3.Connection) -> None:
+    """2 -> 3: the word index gains the porter stemmer, CJK facts a character-gram index.
+
+    Only derived data changes (docs/snapshot-v2.md, "Derived indexes"): the full-text index is
+    dropped with its triggers, ``memories_fts`` (``porter unicode61 remove_diacritics 2``) and
+    ``memories_cjk`` are created, both are filled from the facts by this HotMem's rule
+    (``lexical_index.rebuild``), and the triggers are created again, the delete trigger now
+    also removing a memory's grams. Setup records the new ``fts_tokenizer`` afterwards.
+    """
+    from hotmem import lexical_index  # the index's contents are this HotMem's derivation
+
+    for trigger in ("memories_fts_insert", "memories_fts_delete", "memories_fts_update"):
+        connection.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    connection.execute("DROP TABLE IF EXISTS memories_fts")
+    connection.execute("DROP TABLE IF EXISTS memories_cjk")
+    connection.execute(
+        """CREATE VIRTUAL TABLE memories_fts USING fts5 (
+    fact,
+    content = 'memories',
+    content_rowid = 'rowid',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+)"""
+    )
+    connection.execute(
+        "CREATE VIRTUAL TABLE memories_cjk USING fts5 (grams, tokenize = 'unicode61')"
+    )
+    lexical_index.rebuild(connection)
+    connection.execute(
+        """CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories
+WHEN NOT EXISTS (SELECT 1 FROM hotmem_fts_deferred) BEGIN
+    INSERT INTO memories_fts (rowid, fact) VALUES (new.rowid, new.fact);
+END"""
+    )
+    connection.execute(
+        """CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, fact) VALUES ('delete', old.rowid, old.fact);
+    DELETE FROM memories_cjk WHERE rowid = old.rowid;
+END"""
+    )
+    connection.execute(
+        """CREATE TRIGGER memories_fts_update AFTER UPDATE OF fact ON memories
+BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, fact) VALUES ('delete', old.rowid, old.fact);
+    INSERT INTO memories_fts (rowid, fact) VALUES (new.rowid, new.fact);
+END"""
+    )
+
+
+#: from-version -> the migration to the next version.
+MIGRATIONS: dict[int, Migration] = {
+    1: _defer_fts_during_bulk_writes,
+    2: _stemmed_words_and_cjk_grams,
+}
+
+
+def migrate(connection: sqlite3.Connection, found: int, to: int) -> None:
+    """Run ``MIGRATIONS[found]`` .. ``MIGRATIONS[to - 1]`` inside the caller's transaction.
+
+    A store of ``_ANNOUNCE_ROWS`` memories or more says so on stderr, when stderr is a
+    terminal: rebuilding its indexes takes a while (about a second per 100,000 memories).
+    """
+    if found >= to:
+        return
+    announce = sys.stderr.isatty() and (
+        connection.execute("SELECT count(*) FROM memories").fetchone()[0] >= _ANNOUNCE_ROWS
     )
     if announce:
-        print(f"hotmem: {label} migrated to schema {schema.SCHEMA_VERSION}", file=sys.stderr)
+        print(
+            f"hotmem: migrating the store from schema {found} to {to} "
+            "(rebuilding its full-text indexes)...",
+            file=sys.stderr,
+            flush=True,
+        )
+    for step in range(found, to):
+        MIGRATIONS[step](connection)
+    if announce:
+        print(f"hotmem: store migrated to schema {to}", file=sys.stderr, flush=True)

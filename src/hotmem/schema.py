@@ -1,4 +1,13 @@
-"""The SQLite schema of a HotMem store, as SQL text kept apart from the code that runs it."""
+"""The SQLite schema of a HotMem store, as SQL text kept apart from the code that runs it.
+
+Statements are kept one by one (``CREATE_TABLES``, ``FTS_TRIGGERS``) because store setup runs
+them inside one transaction, and ``sqlite3``'s ``executescript`` would commit first.
+
+Primary data: ``hotmem_meta`` (what the store is) and ``memories``. Derived data, rebuilt from
+them whenever in doubt: the lexical indexes (``memories_fts`` over the words, ``memories_cjk``
+over CJK character grams, ``lexical_index.py``), their triggers and the secondary index.
+``hotmem_fts_deferred`` is empty outside a bulk write (see ``CREATE_INSERT_TRIGGER``).
+"""
 
 from __future__ import annotations
 
@@ -6,33 +15,34 @@ from hotmem.embed import DIMENSION, MODEL_NAME
 from hotmem.fts import CJK_TOKENIZER, FTS_TOKENIZER, LEXICAL_INDEX
 
 __all__ = [
-    "CHECK_CJK_INTEGRITY",
     "CHECK_FTS_INTEGRITY",
-    "CLEAR_CJK",
+    "CJK_SHADOW_TABLES",
     "CREATE_FTS_TRIGGERS",
     "CREATE_INSERT_TRIGGER",
     "CREATE_TABLES",
-    "DROP_INSERT_TRIGGER",
+    "DEFER_FTS",
+    "FTS_SHADOW_TABLES",
     "FTS_TRIGGERS",
+    "HOTMEM_OBJECTS",
     "INDEX_ROWS_AFTER",
-    "INSERT_CJK",
-    "INSERT_CJK_ROW",
-    "LEXICAL_TABLES",
-    "REBUILD_FTS",
+    "RESUME_FTS",
     "SCHEMA_VERSION",
-    "SELECT_FACTS",
+    "TABLES",
+    "TRIGGERS",
     "expected_meta",
 ]
 
-SCHEMA_VERSION = 2
+#: Version 2: the FTS insert trigger defers to ``hotmem_fts_deferred`` during bulk writes.
+#: Version 3: the porter stemmer in ``memories_fts`` and the CJK gram index ``memories_cjk``.
+SCHEMA_VERSION = 3
 
-CREATE_TABLES = f"""
-CREATE TABLE hotmem_meta (
+#: name -> CREATE statement of every table and index, in creation order.
+TABLES = {
+    "hotmem_meta": """CREATE TABLE hotmem_meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
-) WITHOUT ROWID;
-
-CREATE TABLE memories (
+) WITHOUT ROWID""",
+    "memories": f"""CREATE TABLE memories (
     rowid      INTEGER PRIMARY KEY,
     memory_id  TEXT NOT NULL UNIQUE,
     identifier TEXT NOT NULL,
@@ -41,71 +51,79 @@ CREATE TABLE memories (
     tags       TEXT NOT NULL,          -- JSON array of strings
     created_at TEXT NOT NULL,          -- canonical ISO-8601 UTC
     embedding  BLOB NOT NULL CHECK (length(embedding) = {DIMENSION * 4})
-);
-
-CREATE INDEX memories_by_identifier ON memories (identifier);
-"""
-
-# The lexical indexes are derived data: a migration or a hydration drops and rebuilds them.
-# The words of every fact: an external-content index over memories.fact, kept in sync by the
-# triggers below.
-WORD_INDEX = f"""
-CREATE VIRTUAL TABLE memories_fts USING fts5 (
+)""",
+    "memories_by_identifier": "CREATE INDEX memories_by_identifier ON memories (identifier)",
+    # One row, only inside a bulk write's transaction: the rowid the batch starts after.
+    "hotmem_fts_deferred": "CREATE TABLE hotmem_fts_deferred (after_rowid INTEGER NOT NULL)",
+    # External-content index over memories.fact; the triggers below keep it in sync.
+    "memories_fts": f"""CREATE VIRTUAL TABLE memories_fts USING fts5 (
     fact,
     content = 'memories',
     content_rowid = 'rowid',
     tokenize = '{FTS_TOKENIZER}'
-)
-"""
-# The CJK grams (fts.cjk_index_text) of the facts that have CJK letters, keyed by memory rowid;
-# written by the store with each memory, deleted by memories_fts_delete.
-CJK_INDEX = f"CREATE VIRTUAL TABLE memories_cjk USING fts5 (grams, tokenize = '{CJK_TOKENIZER}')"
-LEXICAL_TABLES = (WORD_INDEX, CJK_INDEX)
-CREATE_TABLES += ";\n".join(LEXICAL_TABLES) + ";\n"
+)""",
+    # The CJK grams of the facts with CJK letters (fts.cjk_index_text), keyed by memory rowid:
+    # written by the store with each batch, deleted by memories_fts_delete.
+    "memories_cjk": (
+        f"CREATE VIRTUAL TABLE memories_cjk USING fts5 (grams, tokenize = '{CJK_TOKENIZER}')"
+    ),
+}
+CREATE_TABLES = tuple(TABLES.values())
 
-# Indexing one row per trigger call costs ~17 µs; one INSERT ... SELECT over a batch ~2 µs a
-# row. Bulk writes therefore drop this trigger inside their transaction, index the new rows in
-# one statement and recreate it before committing (DDL is transactional in SQLite).
-CREATE_INSERT_TRIGGER = """
-CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+# Indexing one row per trigger call costs ~25 µs; one INSERT ... SELECT over a batch ~2 µs a
+# row. A bulk write therefore writes a row into hotmem_fts_deferred inside its transaction,
+# which turns this trigger off for its own rows alone, indexes them in one statement and
+# deletes the row before committing: other connections never see the row, and the schema
+# never changes (dropping the trigger instead broke readers in other processes).
+CREATE_INSERT_TRIGGER = """CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories
+WHEN NOT EXISTS (SELECT 1 FROM hotmem_fts_deferred) BEGIN
     INSERT INTO memories_fts (rowid, fact) VALUES (new.rowid, new.fact);
-END
-"""
-DROP_INSERT_TRIGGER = "DROP TRIGGER memories_fts_insert"
+END"""
+DEFER_FTS = "INSERT INTO hotmem_fts_deferred (after_rowid) VALUES (?)"
+RESUME_FTS = "DELETE FROM hotmem_fts_deferred"
 INDEX_ROWS_AFTER = (
     "INSERT INTO memories_fts (rowid, fact) SELECT rowid, fact FROM memories WHERE rowid > ?"
 )
 
-CREATE_DELETE_TRIGGER = """
-CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+#: name -> CREATE statement of every trigger (they keep ``memories_fts`` in sync).
+TRIGGERS = {
+    "memories_fts_insert": CREATE_INSERT_TRIGGER,
+    "memories_fts_delete": """CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
     INSERT INTO memories_fts (memories_fts, rowid, fact) VALUES ('delete', old.rowid, old.fact);
     DELETE FROM memories_cjk WHERE rowid = old.rowid;
-END
-"""
-CREATE_UPDATE_TRIGGER = """
-CREATE TRIGGER memories_fts_update AFTER UPDATE OF fact ON memories BEGIN
+END""",
+    "memories_fts_update": """CREATE TRIGGER memories_fts_update AFTER UPDATE OF fact ON memories
+BEGIN
     INSERT INTO memories_fts (memories_fts, rowid, fact) VALUES ('delete', old.rowid, old.fact);
     INSERT INTO memories_fts (rowid, fact) VALUES (new.rowid, new.fact);
-END
-"""
-FTS_TRIGGERS = (CREATE_INSERT_TRIGGER, CREATE_DELETE_TRIGGER, CREATE_UPDATE_TRIGGER)
-# Created after a bulk load (hydration rebuilds the index once instead of row by row).
+END""",
+}
+FTS_TRIGGERS = tuple(TRIGGERS.values())
+# The triggers as one script (hydration creates them after its bulk load, outside a
+# transaction).
 CREATE_FTS_TRIGGERS = ";\n".join(FTS_TRIGGERS) + ";\n"
 
-
-# The CJK grams of one memory, by memory_id (its rowid is assigned by the insert before).
-INSERT_CJK = (
-    "INSERT INTO memories_cjk (rowid, grams) SELECT rowid, ? FROM memories WHERE memory_id = ?"
+#: The FTS5 shadow tables ``CREATE VIRTUAL TABLE memories_fts`` creates with it.
+FTS_SHADOW_TABLES = (
+    "memories_fts_data",
+    "memories_fts_idx",
+    "memories_fts_docsize",
+    "memories_fts_config",
 )
-# Rebuilding the derived lexical indexes from the facts (migrations and hydration).
-REBUILD_FTS = "INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')"
-CLEAR_CJK = "DELETE FROM memories_cjk"
-INSERT_CJK_ROW = "INSERT INTO memories_cjk (rowid, grams) VALUES (?, ?)"
-SELECT_FACTS = "SELECT rowid, fact FROM memories"
+#: Those of ``memories_cjk``, which holds its own content.
+CJK_SHADOW_TABLES = (
+    "memories_cjk_data",
+    "memories_cjk_idx",
+    "memories_cjk_content",
+    "memories_cjk_docsize",
+    "memories_cjk_config",
+)
+#: Every object a complete store of this version holds, as ``sqlite_master`` names them
+#: (SQLite's own ``sqlite_autoindex_*`` left out).
+HOTMEM_OBJECTS = frozenset((*TABLES, *FTS_SHADOW_TABLES, *CJK_SHADOW_TABLES, *TRIGGERS))
 
 # With rank 1, FTS5 also compares the index with the content table (memories.fact).
 CHECK_FTS_INTEGRITY = "INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)"
-CHECK_CJK_INTEGRITY = "INSERT INTO memories_cjk (memories_cjk) VALUES ('integrity-check')"
 
 
 def expected_meta() -> dict[str, str]:

@@ -9,12 +9,12 @@ with ties by ``memory_id``. ``docs/ranking.md`` explains every step with a worke
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from hotmem.db import MemoryStore
 from hotmem.embed import embed
-from hotmem.errors import MemoryNotFoundError, ValidationError
+from hotmem.errors import MemoryNotFoundError, StoreError, ValidationError
+from hotmem.fields import lookup_text, unicode_breach
 from hotmem.fts import lexical_query
 from hotmem.fusion import (
     MIN_SIMILARITY,
@@ -25,6 +25,8 @@ from hotmem.fusion import (
     rank,
     score_candidates,
 )
+from hotmem.lexical import all_matches
+from hotmem.rows import tags_from_text
 from hotmem.vectors import VectorIndex
 
 __all__ = [
@@ -132,28 +134,29 @@ class Explanation:
         }
 
 
-# Every match in the whole index: scoping happens on positions afterwards, because a join on
-# identifier makes SQLite probe the FTS index once per row of the scope (measured 30x slower).
-BM25_SQL = "SELECT rowid, -bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?"
-CJK_BM25_SQL = "SELECT rowid, -bm25(memories_cjk) FROM memories_cjk WHERE memories_cjk MATCH ?"
-
-
 def _lexical_positions(
     store: MemoryStore, index: VectorIndex, query: str, identifier: str | None
 ) -> dict[int, float]:
     """Raw BM25 (higher is better) of every memory in scope matching an informative term,
-    by its position in ``index``."""
-    expressions = lexical_query(query)
+    by its position in ``index``.
+
+    Every match of the whole store is read and scoped by position afterwards, because a join on
+    identifier makes SQLite probe the FTS index once per row of the scope (measured 30x slower).
+    """
+    terms = lexical_query(query)
+    if not terms:
+        return {}
     position = index.position
-    found: dict[int, float] = {}
-    if expressions.words is not None:
-        rows = store.connection.execute(BM25_SQL, (expressions.words,))
-        found = {position[rowid]: raw for rowid, raw in rows}
-    if expressions.cjk is not None:
-        # A memory matching words and CJK grams sums both: BM25 is a sum over query terms.
-        for rowid, raw in store.connection.execute(CJK_BM25_SQL, (expressions.cjk,)):
-            p = position[rowid]
-            found[p] = found.get(p, 0.0) + raw
+    try:
+        found = {
+            position[rowid]: raw for rowid, raw in all_matches(store.connection, terms).items()
+        }
+    except KeyError as exc:  # read in the index's own transaction: the index is damaged
+        raise StoreError(
+            f"store {store.path!r} is damaged: expected every full-text index entry to belong "
+            f"to a memory, found rowid={exc.args[0]} in the index only; check_integrity() "
+            "lists the problems"
+        ) from None
     if identifier is None:
         return found
     scope = index.scope(identifier)
@@ -165,10 +168,15 @@ def _check_arguments(
 ) -> None:
     if not isinstance(query, str):
         raise ValidationError(f"query must be a string; found {type(query).__name__}")
-    if identifier is not None and not isinstance(identifier, str):
-        raise ValidationError(
-            f"identifier must be a string or None; found {type(identifier).__name__}"
-        )
+    breach = unicode_breach("query", query)
+    if breach is not None:
+        raise ValidationError(str(breach))
+    if identifier is not None:
+        if not isinstance(identifier, str):
+            raise ValidationError(
+                f"identifier must be a string or None; found {type(identifier).__name__}"
+            )
+        lookup_text("identifier", identifier)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise ValidationError(f"limit must be an integer in 1..{MAX_LIMIT}; found limit={limit!r}")
     if (
@@ -205,10 +213,26 @@ def search_memories(
     Returns:
         At most ``limit`` results, best first; an empty list when nothing passes the floor.
 
+    All of it reads one state of the store (one read transaction), whatever other processes
+    write meanwhile.
+
     Raises:
         ValidationError: an argument has the wrong type or ``limit`` is out of range.
+        StoreError: the store cannot be read, or is damaged.
     """
     _check_arguments(query, identifier, limit, min_similarity)
+    with store.reading():
+        return _search(store, query, identifier, limit, min_similarity, weights)
+
+
+def _search(
+    store: MemoryStore,
+    query: str,
+    identifier: str | None,
+    limit: int,
+    min_similarity: float,
+    weights: Weights,
+) -> list[SearchResult]:
     index = store.vector_index()
     positions = index.scope(identifier)
     if not positions:
@@ -262,7 +286,7 @@ def _materialise(
                 memory_id=memory_id,
                 identifier=memory_identifier,
                 fact=fact,
-                tags=tuple(json.loads(tags)),
+                tags=tags_from_text(tags, memory_id, store.path),
                 importance=importance,
                 score=score,
                 components=components,
@@ -286,18 +310,21 @@ def explain(
     Raises:
         MemoryNotFoundError: no memory has this id.
         ValidationError: an argument has the wrong type.
+        StoreError: the store cannot be read, or is damaged.
     """
     _check_arguments(query, identifier, 1, min_similarity)
-    row = store.connection.execute(
-        "SELECT rowid FROM memories WHERE memory_id = ?", (memory_id,)
-    ).fetchone()
-    index = store.vector_index()
-    if row is None or row[0] not in index.position:
-        raise MemoryNotFoundError(f"no memory with memory_id={memory_id!r}")
-    p = index.position[row[0]]
+    memory_id = lookup_text("memory_id", memory_id)
+    with store.reading() as connection:
+        row = connection.execute(
+            "SELECT rowid FROM memories WHERE memory_id = ?", (memory_id,)
+        ).fetchone()
+        index = store.vector_index()
+        if row is None or row[0] not in index.position:
+            raise MemoryNotFoundError(f"no memory with memory_id={memory_id!r}")
+        p = index.position[row[0]]
+        lexical = _lexical_positions(store, index, query, identifier)
     memory_identifier = index.identifiers[p]
     in_scope = identifier is None or memory_identifier == identifier
-    lexical = _lexical_positions(store, index, query, identifier)
     raw = lexical.get(p)
     value = index.scan(embed(query), range(p, p + 1)).cosine(p)
     components = ScoreComponents(

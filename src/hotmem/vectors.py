@@ -21,10 +21,11 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import itemgetter, le
+from typing import Any
 
 from hotmem.embed import DIMENSION, VECTOR_BYTES
 
-__all__ = ["VectorIndex", "cosine"]
+__all__ = ["DamagedRowError", "VectorIndex", "cosine"]
 
 _FORMAT = struct.Struct(f"<{DIMENSION}f")
 _ZERO_BLOB = bytes(VECTOR_BYTES)
@@ -46,6 +47,58 @@ def cosine(a: tuple[float, ...], b: tuple[float, ...]) -> float:
     return _cosine_from_distance(_dist(a, b))
 
 
+class DamagedRowError(ValueError):
+    """A stored row holds a value the store never writes.
+
+    Attributes:
+        memory_id: the row's memory_id.
+        breach: what was expected and what was found.
+    """
+
+    def __init__(self, memory_id: object, breach: str) -> None:
+        super().__init__(f"memory_id={memory_id!r}: {breach}")
+        self.memory_id = memory_id
+        self.breach = breach
+
+
+def _column_breach(column: int, value: object) -> str | None:
+    if column == 1 and not isinstance(value, str):
+        return f"expected memory_id as text, found {value!r}"
+    if column == 2 and not isinstance(value, str):
+        return f"expected identifier as text, found {value!r}"
+    if column == 3 and (not isinstance(value, float) or not 0.0 <= value <= 1.0):
+        return f"expected importance in [0, 1], found {value!r}"
+    if column == 4 and (not isinstance(value, bytes) or len(value) != VECTOR_BYTES):
+        found = f"{len(value)} bytes" if isinstance(value, bytes) else type(value).__name__
+        return f"expected an embedding of {VECTOR_BYTES} bytes, found {found}"
+    return None
+
+
+def _sound(
+    memory_ids: list[Any], identifiers: list[Any], importances: list[Any], blobs: list[Any]
+) -> bool:
+    """Whether every value is of the store's kind, checked column-wise in C (a few ms at 100k)."""
+    return (
+        set(map(type, memory_ids)) == {str}
+        and set(map(type, identifiers)) == {str}
+        and set(map(type, importances)) == {float}
+        and min(importances) >= 0.0
+        and max(importances) <= 1.0
+        and set(map(type, blobs)) == {bytes}
+        and set(map(len, blobs)) == {VECTOR_BYTES}
+    )
+
+
+def _first_breach(rows: list[tuple[object, ...]]) -> None:
+    """Raise for the first row whose ids, importance or embedding are not the store's."""
+    for row in rows:
+        for column in (1, 2, 3, 4):
+            breach = _column_breach(column, row[column])
+            if breach is not None:
+                raise DamagedRowError(row[1], breach)
+    raise DamagedRowError(None, "expected rows of the store's kind")  # not reached
+
+
 @dataclass(slots=True)
 class VectorIndex:
     """Every memory's vector and ranking fields, ordered by (identifier, rowid).
@@ -63,15 +116,28 @@ class VectorIndex:
 
     @classmethod
     def load(cls, connection: sqlite3.Connection) -> VectorIndex:
-        """Read every stored vector (one pass over the memories table)."""
+        """Read every stored vector (one pass over the memories table).
+
+        Run it inside a read transaction, with the queries that use it, so that both see one
+        state of the store.
+
+        Raises:
+            DamagedRowError: a row holds a value the store never writes (the message names
+                the first such row).
+        """
         rows = connection.execute(
             "SELECT rowid, memory_id, identifier, importance, embedding FROM memories"
         ).fetchall()
         # Sorting here is twice as fast as ORDER BY identifier, which reads through the index.
-        rows.sort(key=itemgetter(2))
+        try:
+            rows.sort(key=itemgetter(2))
+        except TypeError:  # an identifier that is not text cannot be ordered with the others
+            _first_breach(rows)
         rowids, memory_ids, identifiers, importances, blobs = (
             [list(column) for column in zip(*rows, strict=True)] if rows else [[], [], [], [], []]
         )
+        if rows and not _sound(memory_ids, identifiers, importances, blobs):
+            _first_breach(rows)
         return cls(
             rowids=rowids,
             memory_ids=memory_ids,

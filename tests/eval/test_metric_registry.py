@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 import re
 from pathlib import Path
 
@@ -40,6 +41,8 @@ def test_metrics_frame_is_the_registry_in_order() -> None:
         ("success_at_k", "positive", "macro", True, "S@{k}", True, False),
         ("mrr_at_k", "positive", "macro", False, "MRR@{k}", True, True),
         ("ndcg_at_k", "positive", "macro", False, "nDCG@{k}", True, False),
+        ("group_recall_at_k", "positive", "macro", True, "group R@{k}", True, True),
+        ("alpha_ndcg_at_k", "positive", "macro", False, "α-nDCG@{k}", True, False),
         ("negative_fpr_at_k", "negative", "macro", True, "neg FPR@{k}", True, False),
         ("negative_returned_at_k", "negative", "macro", True, "neg returned@{k}", False, False),
         (
@@ -82,6 +85,8 @@ REGISTRY = [
     ("success_at_k", "positive", "macro", True, "S@{k}", True, False),
     ("mrr_at_k", "positive", "macro", False, "MRR@{k}", True, True),
     ("ndcg_at_k", "positive", "macro", False, "nDCG@{k}", True, False),
+    ("group_recall_at_k", "positive", "macro", True, "group R@{k}", True, True),
+    ("alpha_ndcg_at_k", "positive", "macro", False, "α-nDCG@{k}", True, False),
     ("negative_fpr_at_k", "negative", "macro", True, "neg FPR@{k}", True, False),
     ("negative_returned_at_k", "negative", "macro", True, "neg returned@{k}", False, False),
     ("duplicate_slot_rate_at_k", "near_duplicate", "pooled", True, "dup slots@{k}", True, False),
@@ -126,11 +131,22 @@ def test_report_columns_and_baseline_gate_come_from_the_registry() -> None:
         "success_at_k": "S@{k}",
         "mrr_at_k": "MRR@{k}",
         "ndcg_at_k": "nDCG@{k}",
+        "group_recall_at_k": "group R@{k}",
+        "alpha_ndcg_at_k": "α-nDCG@{k}",
         "negative_fpr_at_k": "neg FPR@{k}",
         "duplicate_slot_rate_at_k": "dup slots@{k}",
         "scope_leak_rate_at_k": "scope leak@{k}",
     }
-    assert GATED == ("recall_at_k", "mrr_at_k")
+    assert GATED == ("recall_at_k", "mrr_at_k", "group_recall_at_k")
+
+
+def test_result_schema_requires_exactly_the_registry_metrics() -> None:
+    schema = json.loads(
+        (PACKAGE.parent / "benchmarks" / "retrieval" / "result.schema.json").read_text()
+    )
+    block = schema["$defs"]["metric_block"]
+    assert block["required"] == list(METRICS)
+    assert list(block["properties"]) == list(METRICS)
 
 
 # -- every engine reports exactly the registry's metrics, in its order --------------------------

@@ -21,6 +21,7 @@ from hotmem_eval.metrics import (
     per_query_metrics,
 )
 from hotmem_eval.reference import REFERENCE_METRICS
+from hotmem_eval.sqlfiles import sql_metrics
 from tests.eval.metric_frames import Frames, expected, frames
 
 DUP = "near_duplicate_diversity"
@@ -40,7 +41,16 @@ def _metric_row(data: Frames, query_id: str, metric: str, *, k: int = 5) -> dict
     return row
 
 
+#: The worked group examples of docs/metrics.md: groups A = {a1, a2, a3} and B = {b1, b2}, all
+#: graded 3. The ideal alpha-DCG@5 takes a1, b1 (gain 1), a2, b2 (gain 1/2), a3 (gain 1/4).
+ALPHA_IDEAL = 1 + 1 / math.log2(3) + 0.5 / 2 + 0.5 / math.log2(5) + 0.25 / math.log2(6)
+#: [a1, a2, a3, x, y]: A's copies gain 1, 1/2, 1/4.
+ALPHA_CROWDED = 1 + 0.5 / math.log2(3) + 0.25 / 2
+#: [a1, b1, x, y, z]: one of each group, gain 1 each.
+ALPHA_DIVERSE = 1 + 1 / math.log2(3)
+
 # Scenarios of one query "q" each.
+GRADE_1_ONLY = frames({"q": (LEX, None)}, ranked={"q": ["a"]}, grades={"q": {"a": 1}})
 WORKED = frames(
     {"q": (LEX, None)}, ranked={"q": ["b", "x", "a"]}, grades={"q": {"a": 3, "b": 2, "c": 1}}
 )
@@ -73,6 +83,60 @@ DUPLICATE_BEYOND_K = frames(
     {"q": (DUP, None)}, ranked={"q": list("abcdef")}, groups={"q": {"a": "g", "f": "g"}}
 )
 DUPLICATE_EMPTY = frames({"q": (DUP, None)})
+_TWO_GROUPS = {"a1": "A", "a2": "A", "a3": "A", "b1": "B", "b2": "B"}
+_TWO_GROUPS_GRADES = dict.fromkeys(_TWO_GROUPS, 3)
+CROWDED = frames(
+    {"q": (DUP, None)},
+    ranked={"q": ["a1", "a2", "a3", "x", "y"]},
+    grades={"q": _TWO_GROUPS_GRADES},
+    groups={"q": _TWO_GROUPS},
+)
+DIVERSE = frames(
+    {"q": (DUP, None)},
+    ranked={"q": ["a1", "b1", "x", "y", "z"]},
+    grades={"q": _TWO_GROUPS_GRADES},
+    groups={"q": _TWO_GROUPS},
+)
+# a2 restates a1 but is not graded for this query: relevance is the memory's own grade.
+UNGRADED_MEMBER = frames(
+    {"q": (DUP, None)},
+    ranked={"q": ["a2"]},
+    grades={"q": {"a1": 3}},
+    groups={"q": {"a1": "g", "a2": "g"}},
+)
+GRADE_1_MEMBER = frames(
+    {"q": (DUP, None)},
+    ranked={"q": ["a2", "a1"]},
+    grades={"q": {"a1": 3, "a2": 1}},
+    groups={"q": {"a1": "g", "a2": "g"}},
+)
+# Group recall counts a group once, however many of its memories are found or missed.
+GROUP_OF_THREE_AND_ONE = frames(
+    {"q": (LEX, None)},
+    ranked={"q": ["a1", "x", "a2"]},
+    grades={"q": {"a1": 2, "a2": 2, "a3": 3, "c": 2}},
+    groups={"q": {"a1": "g", "a2": "g", "a3": "g"}},
+)
+# k = 2: the ideal ranking takes one memory of each group first, [a1, c], not [a1, a2].
+IDEAL_SPREADS = frames(
+    {"q": (LEX, None)},
+    ranked={"q": ["a1", "a2"]},
+    grades={"q": {"a1": 3, "a2": 3, "c": 2}},
+    groups={"q": {"a1": "g", "a2": "g"}},
+)
+# b's group is named after a, which is in no group of its own: a and b are one group.
+GROUP_NAMED_AFTER_RELEVANT = frames(
+    {"q": (LEX, None)},
+    ranked={"q": ["a", "b"]},
+    grades={"q": {"a": 2, "b": 2}},
+    groups={"q": {"b": "a"}},
+)
+GROUP_BEYOND_K = frames(
+    {"q": (LEX, None)},
+    ranked={"q": ["a1", "x", "y", "z", "w", "b1"]},
+    grades={"q": {"a1": 3, "b1": 3}},
+    groups={"q": {"a1": "A", "a2": "A", "b1": "B", "b2": "B"}},
+)
 LEAKS = frames(
     {"q": (LEX, "acme")}, ranked={"q": list("abc")}, identifiers={"b": "globex", "c": None}
 )
@@ -117,6 +181,78 @@ APPLICABLE_CASES = [
     ("empty_success", EMPTY_POSITIVE, 5, "success_at_k", (0.0, 0, 1)),
     ("empty_mrr", EMPTY_POSITIVE, 5, "mrr_at_k", (0.0, None, None)),
     ("empty_ndcg", EMPTY_POSITIVE, 5, "ndcg_at_k", (0.0, None, None)),
+    # Group recall and alpha-nDCG: the worked examples, crowded by one group and diverse.
+    ("crowded_recall", CROWDED, 5, "recall_at_k", (0.6, 3, 5)),
+    ("crowded_group_recall", CROWDED, 5, "group_recall_at_k", (0.5, 1, 2)),
+    (
+        "crowded_alpha_ndcg",
+        CROWDED,
+        5,
+        "alpha_ndcg_at_k",
+        (ALPHA_CROWDED / ALPHA_IDEAL, None, None),
+    ),
+    ("diverse_recall", DIVERSE, 5, "recall_at_k", (0.4, 2, 5)),
+    ("diverse_group_recall", DIVERSE, 5, "group_recall_at_k", (1.0, 2, 2)),
+    (
+        "diverse_alpha_ndcg",
+        DIVERSE,
+        5,
+        "alpha_ndcg_at_k",
+        (ALPHA_DIVERSE / ALPHA_IDEAL, None, None),
+    ),
+    # With every group a singleton, group recall is recall; alpha-nDCG is binary nDCG.
+    ("singletons_group_recall", WORKED, 5, "group_recall_at_k", (1.0, 2, 2)),
+    (
+        "singletons_alpha_ndcg",
+        WORKED,
+        5,
+        "alpha_ndcg_at_k",
+        (1.5 / (1 + 1 / math.log2(3)), None, None),
+    ),
+    ("two_of_three_group_recall", TWO_OF_THREE, 5, "group_recall_at_k", (2 / 3, 2, 3)),
+    # A member that is not relevant itself finds nothing and gains nothing.
+    ("ungraded_member_group_recall", UNGRADED_MEMBER, 5, "group_recall_at_k", (0.0, 0, 1)),
+    ("ungraded_member_alpha_ndcg", UNGRADED_MEMBER, 5, "alpha_ndcg_at_k", (0.0, None, None)),
+    ("grade_1_member_group_recall", GRADE_1_MEMBER, 5, "group_recall_at_k", (1.0, 1, 1)),
+    (
+        "grade_1_member_alpha_ndcg",
+        GRADE_1_MEMBER,
+        5,
+        "alpha_ndcg_at_k",
+        (1 / math.log2(3), None, None),
+    ),
+    ("group_counted_once", GROUP_OF_THREE_AND_ONE, 5, "group_recall_at_k", (0.5, 1, 2)),
+    (
+        "group_counted_once_alpha_ndcg",
+        GROUP_OF_THREE_AND_ONE,
+        5,
+        "alpha_ndcg_at_k",
+        (
+            (1 + 0.5 / 2) / (1 + 1 / math.log2(3) + 0.5 / 2 + 0.25 / math.log2(5)),
+            None,
+            None,
+        ),
+    ),
+    (
+        "ideal_spreads",
+        IDEAL_SPREADS,
+        2,
+        "alpha_ndcg_at_k",
+        ((1 + 0.5 / math.log2(3)) / (1 + 1 / math.log2(3)), None, None),
+    ),
+    ("ideal_cut_at_1", IDEAL_SPREADS, 1, "alpha_ndcg_at_k", (1.0, None, None)),
+    ("group_named_after_relevant", GROUP_NAMED_AFTER_RELEVANT, 5, "group_recall_at_k", (1.0, 1, 1)),
+    (
+        "group_named_after_relevant_alpha",
+        GROUP_NAMED_AFTER_RELEVANT,
+        5,
+        "alpha_ndcg_at_k",
+        (1.0, None, None),
+    ),
+    ("group_beyond_k", GROUP_BEYOND_K, 5, "group_recall_at_k", (0.5, 1, 2)),
+    ("group_within_k6", GROUP_BEYOND_K, 6, "group_recall_at_k", (1.0, 2, 2)),
+    ("empty_group_recall", EMPTY_POSITIVE, 5, "group_recall_at_k", (0.0, 0, 1)),
+    ("empty_alpha_ndcg", EMPTY_POSITIVE, 5, "alpha_ndcg_at_k", (0.0, None, None)),
     # Negative queries: no memory graded >= 1 (grade-0 rows allowed).
     ("negative_fpr_hit", NEGATIVE_3, 5, "negative_fpr_at_k", (1.0, 1, 1)),
     ("negative_returned", NEGATIVE_3, 5, "negative_returned_at_k", (3.0, 3, 1)),
@@ -153,6 +289,41 @@ def test_applicable_metric_value(
     assert (row["numerator"], row["denominator"]) == (numerator, denominator)
 
 
+@pytest.mark.parametrize(
+    ("data", "k", "metric", "hand"),
+    [case[1:] for case in APPLICABLE_CASES],
+    ids=[case[0] for case in APPLICABLE_CASES],
+)
+def test_reference_and_sql_give_the_hand_values(
+    data: Frames, k: int, metric: str, hand: tuple[float | None, int | None, int | None]
+) -> None:
+    value, numerator, denominator = hand
+    reference_rows, _ = expected(data, k=k)
+    sql_rows, _ = sql_metrics(*data, k=k)
+    for engine, rows in (("reference", reference_rows), ("sql", sql_rows)):
+        (row,) = rows.filter(pl.col("metric") == metric).rows(named=True)
+        assert row["applicable"] is True, engine
+        assert row["value"] == (None if value is None else pytest.approx(value, abs=1e-12)), engine
+        assert (row["numerator"], row["denominator"]) == (numerator, denominator), engine
+
+
+def test_alpha_ndcg_worked_example_figures() -> None:
+    ideal, crowded_dcg, diverse_dcg = ALPHA_IDEAL, ALPHA_CROWDED, ALPHA_DIVERSE
+    assert ideal == pytest.approx(2.1930, abs=1e-4)
+    assert crowded_dcg == pytest.approx(1.4405, abs=1e-4)
+    assert diverse_dcg == pytest.approx(1.6309, abs=1e-4)
+    crowded = _metric_row(CROWDED, "q", "alpha_ndcg_at_k")["value"]
+    diverse = _metric_row(DIVERSE, "q", "alpha_ndcg_at_k")["value"]
+    assert (crowded, diverse) == (pytest.approx(0.6569, abs=1e-4), pytest.approx(0.7437, abs=1e-4))
+    # Linear-gain nDCG, like recall, prefers the crowded list; the group metrics do not.
+    crowded_ndcg = _metric_row(CROWDED, "q", "ndcg_at_k")["value"]
+    diverse_ndcg = _metric_row(DIVERSE, "q", "ndcg_at_k")["value"]
+    assert (crowded_ndcg, diverse_ndcg) == (
+        pytest.approx(0.7227, abs=1e-4),
+        pytest.approx(0.5532, abs=1e-4),
+    )
+
+
 def test_ndcg_worked_example_figures() -> None:
     dcg, ideal = NDCG_DCG, NDCG_IDEAL
     assert dcg == pytest.approx(3.5)
@@ -161,7 +332,6 @@ def test_ndcg_worked_example_figures() -> None:
     assert row["value"] == pytest.approx(0.7350, abs=1e-4)
 
 
-GRADE_1_ONLY = frames({"q": (LEX, None)}, ranked={"q": ["a"]}, grades={"q": {"a": 1}})
 GROUPS_ELSEWHERE = frames(
     {"q": (LEX, None)}, ranked={"q": ["a", "b"]}, groups={"q": {"a": "g", "b": "g"}}
 )
@@ -171,6 +341,9 @@ UNSCOPED = frames({"q": (LEX, None)}, ranked={"q": ["a"]}, identifiers={"a": "gl
 NOT_APPLICABLE_CASES = [
     ("negative_has_no_recall", NEGATIVE_3, "recall_at_k"),
     ("negative_has_no_ndcg", NEGATIVE_3, "ndcg_at_k"),
+    ("negative_has_no_group_recall", NEGATIVE_3, "group_recall_at_k"),
+    ("negative_has_no_alpha_ndcg", NEGATIVE_3, "alpha_ndcg_at_k"),
+    ("grade_1_only_has_no_group_recall", GRADE_1_ONLY, "group_recall_at_k"),
     ("grade_1_only_is_not_positive", GRADE_1_ONLY, "success_at_k"),
     ("grade_1_only_is_not_negative", GRADE_1_ONLY, "negative_fpr_at_k"),
     ("positive_has_no_fpr", EMPTY_POSITIVE, "negative_fpr_at_k"),
@@ -253,6 +426,12 @@ DUPLICATE_PAIR = frames(
 )
 
 EMPTY_DUPLICATE = frames({"d": (DUP, None)})
+CROWDED_AND_DIVERSE = frames(
+    {"c": (DUP, None), "d": (DUP, None)},
+    ranked={"c": ["a1", "a2", "a3", "x", "y"], "d": ["a1", "b1", "x", "y", "z"]},
+    grades={"c": _TWO_GROUPS_GRADES, "d": _TWO_GROUPS_GRADES},
+    groups={"c": _TWO_GROUPS, "d": _TWO_GROUPS},
+)
 TWO_NEGATIVE = frames({"n1": (NEG, None), "n2": (NEG, None)}, ranked={"n1": ["a", "b", "c"]})
 
 
@@ -294,6 +473,15 @@ AGGREGATE_CASES = [
         _expect(None, 0, 0, 1),
     ),
     ("negative_returned_mean", TWO_NEGATIVE, NEG, "negative_returned_at_k", _expect(1.5, 3, 2, 2)),
+    # Group recall: the mean of 1/2 and 2/2; the ratio pools the groups, 3/4.
+    ("group_recall_macro", CROWDED_AND_DIVERSE, DUP, "group_recall_at_k", _expect(0.75, 3, 4, 2)),
+    (
+        "alpha_ndcg_macro",
+        CROWDED_AND_DIVERSE,
+        DUP,
+        "alpha_ndcg_at_k",
+        _expect((ALPHA_CROWDED + ALPHA_DIVERSE) / ALPHA_IDEAL / 2, None, None, 2),
+    ),
 ]
 
 

@@ -4,11 +4,14 @@ Random fixtures cover ties in score, empty rankings, queries with no results or 
 grades 0..3, near-duplicate groups (of returned and unreturned memories), scoped and unscoped
 queries, categories with no applicable query, and random k. Row order never changes a result.
 Each engine is compared with the reference; every example shuffles with its own drawn seed.
+Group recall is recall when every group is a singleton, and alpha-nDCG's greedy ideal is the
+best any ordering of the relevant memories reaches.
 They run many examples, so they are marked slow (``-m "not slow"`` skips them locally).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from typing import Any
@@ -126,6 +129,19 @@ ALL_TIED_DUPLICATES = {
     }
 }
 
+# Relevant memories in two groups of near-duplicates and a singleton; the top k holds copies.
+TWO_RELEVANT_GROUPS = {
+    "q1": {
+        "category": "near_duplicate_diversity",
+        "scope": None,
+        "ranked": ["m0", "m1", "m5", "m2", "m3", "m6"],
+        "scores": [0.5, 0.5, 0.25, 0.25, 0.0, 0.0],
+        "identifiers": [None] * 6,
+        "grades": {"m0": 3, "m1": 2, "m2": 3, "m3": 1, "m4": 3, "m6": 2, "m7": 2},
+        "groups": {"m0": "g1", "m1": "g1", "m2": "g1", "m3": "g2", "m4": "g2", "m7": "g2"},
+    }
+}
+
 
 SEEDS = st.integers(0, 2**32 - 1)
 
@@ -137,6 +153,8 @@ SEEDS = st.integers(0, 2**32 - 1)
 @example(specs=ALL_NEGATIVE, k=1)
 @example(specs=ALL_TIED_DUPLICATES, k=5)
 @example(specs=ALL_TIED_DUPLICATES, k=1)
+@example(specs=TWO_RELEVANT_GROUPS, k=5)
+@example(specs=TWO_RELEVANT_GROUPS, k=2)
 def test_engines_agree_with_reference(specs: dict[str, dict[str, Any]], k: int) -> None:
     data = build(specs)
     rows = [frame.to_dicts() for frame in data]
@@ -180,3 +198,64 @@ def test_sql_row_order_changes_nothing(specs: dict[str, dict[str, Any]], k: int,
     per_query, aggregate = sql_metrics(*shuffled(data, seed), k=k)
     assert_rows_close(per_query.to_dicts(), expected_per_query)
     assert_rows_close(aggregate.to_dicts(), reference.aggregate_metrics(expected_per_query))
+
+
+def _metric_rows(rows: list[dict[str, Any]], metric: str) -> list[tuple[Any, ...]]:
+    return [
+        (row["query_id"], row["value"], row["numerator"], row["denominator"], row["applicable"])
+        for row in rows
+        if row["metric"] == metric
+    ]
+
+
+@pytest.mark.slow
+@given(specs=fixtures, k=st.integers(1, 8), named=st.booleans())
+@example(specs=TWO_RELEVANT_GROUPS, k=5, named=True)
+@example(specs=EMPTY, k=5, named=False)
+def test_group_recall_is_recall_when_every_group_is_a_singleton(
+    specs: dict[str, dict[str, Any]], k: int, named: bool
+) -> None:
+    """With no group rows, or a group of its own named for every grouped memory, group recall
+    equals recall query by query (value, numerator and denominator)."""
+    singletons = {
+        query_id: {**spec, "groups": {m: f"own-{m}" for m in spec["groups"]} if named else {}}
+        for query_id, spec in specs.items()
+    }
+    data = build(singletons)
+    per_query = per_query_metrics(*data, k=k).to_dicts()
+    expected = reference.per_query_metrics(*(frame.to_dicts() for frame in data), k=k)
+    for rows in (per_query, expected):
+        assert _metric_rows(rows, "group_recall_at_k") == _metric_rows(rows, "recall_at_k")
+
+
+@st.composite
+def relevant_in_groups(draw: st.DrawFn) -> dict[str, Any]:
+    """Up to five relevant memories (and a grade-1 one) spread over a few groups."""
+    relevant = MEMORY_IDS[: draw(st.integers(1, 5))]
+    grades = {memory: draw(st.integers(2, 3)) for memory in relevant} | {"m7": 1}
+    grouped = draw(st.lists(st.sampled_from([*relevant, "m7"]), unique=True))
+    return {
+        "grades": grades,
+        "groups": {memory: draw(st.sampled_from(GROUP_IDS)) for memory in grouped},
+    }
+
+
+@pytest.mark.slow
+@given(spec=relevant_in_groups(), k=st.integers(1, 6))
+@example(spec={"grades": {"m0": 3, "m1": 3, "m2": 2}, "groups": {"m0": "g1", "m1": "g1"}}, k=2)
+@example(spec={"grades": {"m0": 3}, "groups": {}}, k=1)
+def test_alpha_ndcg_ideal_is_the_best_ordering(spec: dict[str, Any], k: int) -> None:
+    """Ranking every ordering of the relevant memories (one query each), alpha-nDCG never
+    exceeds 1 and the best ordering reaches it: the greedy ideal is the maximum."""
+    relevant = [memory for memory, grade in spec["grades"].items() if grade >= 2]
+    orderings = list(itertools.permutations(relevant))
+    data = frames(
+        {f"p{i:03d}": ("exact_lexical", None) for i in range(len(orderings))},
+        ranked={f"p{i:03d}": list(order) for i, order in enumerate(orderings)},
+        grades={f"p{i:03d}": spec["grades"] for i in range(len(orderings))},
+        groups={f"p{i:03d}": spec["groups"] for i in range(len(orderings))},
+    )
+    per_query = per_query_metrics(*data, k=k)
+    values = per_query.filter(pl.col("metric") == "alpha_ndcg_at_k")["value"].to_list()
+    assert max(values) == pytest.approx(1.0, abs=TOLERANCE)
+    assert all(0.0 < value <= 1.0 + TOLERANCE for value in values)

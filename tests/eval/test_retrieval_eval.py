@@ -79,8 +79,8 @@ def test_output_validates_against_the_committed_schema(result: dict) -> None:
     assert result["schema_version"] == 1
     assert result["configuration"]["embedding"] == {"model": "hotmem-hash-v1", "dimension": 64}
     assert result["configuration"]["weights"] == {"cosine": 0.6, "bm25": 0.2, "importance": 0.2}
-    assert (result["fixture"]["memory_count"], result["fixture"]["query_count"]) == (107, 87)
-    assert result["transfer"]["equivalent_queries"] == result["transfer"]["total_queries"] == 87
+    assert (result["fixture"]["memory_count"], result["fixture"]["query_count"]) == (155, 98)
+    assert result["transfer"]["equivalent_queries"] == result["transfer"]["total_queries"] == 98
     assert result["transfer"]["fts_integrity"] == {"source": "ok", "hydrated": "ok"}
     assert result["transfer"]["verify"] == {"ok": True, "problems": []}
 
@@ -114,6 +114,18 @@ def test_report_has_every_section(run_dir: Path, result: dict) -> None:
         assert heading in report
     assert "Local diagnostics" in report
     assert report == render_markdown(result)
+
+
+def test_report_shows_the_group_metrics(run_dir: Path, result: dict) -> None:
+    report = (run_dir / "out" / "report.md").read_text()
+    assert "| nDCG@5 | group R@5 | α-nDCG@5 | neg FPR@5 |" in report
+    block = result["metrics"]["by_category"]["near_duplicate_diversity"]
+    groups, alpha = block["group_recall_at_k"], block["alpha_ndcg_at_k"]
+    (line,) = [s for s in report.splitlines() if s.startswith("- **near_duplicate_diversity**")]
+    assert (
+        f"group recall@5 {groups['value']:.3f} ({groups['numerator']}/{groups['denominator']}), "
+        f"α-nDCG@5 {alpha['value']:.3f}"
+    ) in line
 
 
 def test_matches_the_committed_baseline(result: dict) -> None:
@@ -158,7 +170,7 @@ def test_repeated_runs_are_logically_identical(result: dict, tmp_path: Path) -> 
     assert main(["--output", str(again), "--repeat", "2"]) == 0
     second = json.loads(again.read_text())
     assert dumps(normalise(second)) == dumps(normalise(result))
-    assert second["timings"]["query_latency_ms"]["samples"] == 174
+    assert second["timings"]["query_latency_ms"]["samples"] == 2 * 98
 
 
 def test_invalid_fixture_exits_2_with_every_problem(tmp_path: Path) -> None:
@@ -277,7 +289,8 @@ def test_query_cli_over_one_and_two_runs(
         )
         == 0
     )
-    assert json.loads(capsys.readouterr().out) == [{"n": 90}]
+    # One row per (category, metric): overall and eight categories, twelve metrics.
+    assert json.loads(capsys.readouterr().out) == [{"n": 9 * 12}]
     # The registry is the table the SQL files read as metrics, and can be saved beside a run.
     saved = tmp_path / "metrics.parquet"
     assert main(["query", str(export), f"copy metrics to '{saved}'"]) == 0

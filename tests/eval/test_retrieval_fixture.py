@@ -20,6 +20,7 @@ from hotmem_eval.fixture_schema import (
     RELEVANT_GRADE,
 )
 from hotmem_eval.fixtures import Fixture, load_fixture
+from hotmem_eval.metrics import per_query_metrics
 
 RETRIEVAL = Path(__file__).resolve().parents[2] / "benchmarks" / "retrieval"
 CORPUS = RETRIEVAL / "corpus.jsonl"
@@ -120,6 +121,76 @@ def test_duplicate_queries_have_a_group_of_relevant_duplicates(fixture: Fixture)
     )
     duplicates = queries.filter(pl.col("category") == DUPLICATE_CATEGORY)["query_id"]
     assert sorted(crowded) == sorted(duplicates)
+
+
+#: The near-duplicate queries whose answer spans groups: the cases for diversity metrics.
+SPANNING = [f"q-dup-{n:03d}" for n in range(11, 22)]
+
+
+def _relevant_groups(fixture: Fixture) -> pl.DataFrame:
+    """Per (query, relevant group): its relevant memories, sorted; a lone memory is a group."""
+    _, _, qrels = frames(fixture)
+    return (
+        qrels.filter(pl.col("grade") >= RELEVANT_GRADE)
+        .join(pl.from_arrow(fixture.groups), on=["query_id", "memory_id"], how="left")
+        .with_columns(group_id=pl.coalesce("group_id", "memory_id"))
+        .group_by("query_id", "group_id")
+        .agg(pl.col("memory_id").sort())
+        .sort("query_id", "group_id")
+    )
+
+
+def test_spanning_queries_have_two_or_more_groups_of_near_duplicates(fixture: Fixture) -> None:
+    groups = _relevant_groups(fixture)
+    spans = groups.group_by("query_id").agg(
+        groups=pl.len(), smallest=pl.col("memory_id").list.len().min()
+    )
+    spanning = spans.filter((pl.col("groups") >= 2) & (pl.col("smallest") >= 2))
+    assert sorted(spanning["query_id"]) == SPANNING
+    _, queries, _ = frames(fixture)
+    categories = queries.filter(pl.col("query_id").is_in(SPANNING))["category"].unique()
+    assert categories.to_list() == [DUPLICATE_CATEGORY]
+
+
+def test_one_of_each_group_beats_every_copy_of_one(fixture: Fixture) -> None:
+    """On each spanning query, ranking the copies of its largest group does at least as well on
+    recall@5 as one memory of each group, and worse on group recall and alpha-nDCG."""
+    rankings: dict[str, list[str]] = {}
+    relevant = _relevant_groups(fixture).filter(pl.col("query_id").is_in(SPANNING))
+    for (query_id,), block in relevant.group_by("query_id", maintain_order=True):
+        members = block["memory_id"].to_list()
+        rankings[f"{query_id}/crowded"] = max(members, key=len)
+        rankings[f"{query_id}/diverse"] = [group[0] for group in members]
+    # Each ranking is a query of its own ("q-dup-011/crowded"), with its query's qrels and groups.
+    runs = pl.DataFrame({"run": list(rankings)}).with_columns(
+        query_id=pl.col("run").str.extract(r"^([^/]+)")
+    )
+
+    def per_run(table: pl.DataFrame) -> pl.DataFrame:
+        return runs.join(table, on="query_id").drop("query_id").rename({"run": "query_id"})
+
+    _, queries, qrels = frames(fixture)
+    results = pl.DataFrame(
+        [
+            {"query_id": run, "rank": rank, "memory_id": memory, "identifier": None}
+            for run, ranked in rankings.items()
+            for rank, memory in enumerate(ranked, start=1)
+        ]
+    )
+    per_query = per_query_metrics(
+        results,
+        per_run(qrels),
+        per_run(queries.select("query_id", "category", identifier=pl.lit(None, pl.String))),
+        per_run(pl.from_arrow(fixture.groups)),
+        k=5,
+    )
+    value = {(q, m): v for q, m, v in per_query.select("query_id", "metric", "value").iter_rows()}
+    for query_id in SPANNING:
+        crowded, diverse = f"{query_id}/crowded", f"{query_id}/diverse"
+        assert value[crowded, "recall_at_k"] >= value[diverse, "recall_at_k"], query_id
+        for metric in ("group_recall_at_k", "alpha_ndcg_at_k"):
+            assert value[crowded, metric] < value[diverse, metric], (query_id, metric)
+        assert value[diverse, "group_recall_at_k"] == 1.0
 
 
 def test_negative_queries_have_no_graded_memory(fixture: Fixture) -> None:

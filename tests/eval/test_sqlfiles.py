@@ -41,8 +41,8 @@ DATA = frames(
 
 def test_registry_lists_the_files_in_number_order() -> None:
     files = sql_files()
-    assert list(files) == ["per_query_metrics", "category_metrics"]
-    assert [file.number for file in files.values()] == [1, 2]
+    assert list(files) == ["per_query_metrics", "category_metrics", "paired_deltas"]
+    assert [file.number for file in files.values()] == [1, 2, 3]
     for file in files.values():
         assert file.path.parent == SQL_DIR
         assert file.path.name == f"{file.number:03d}_{file.name}.sql"
@@ -151,6 +151,9 @@ def test_sql_overall_figures_written_out() -> None:
         "success_at_k": (pytest.approx(0.5), 1, 2, 2),
         "mrr_at_k": (pytest.approx(0.5), None, None, 2),
         "ndcg_at_k": (pytest.approx(ndcg_q1 / 2), None, None, 2),
+        # No groups: q1 finds both of its singleton groups, q4 neither; alpha-nDCG is binary.
+        "group_recall_at_k": (pytest.approx(0.5), 2, 3, 2),
+        "alpha_ndcg_at_k": (pytest.approx(1.5 / (1 + 1 / math.log2(3)) / 2), None, None, 2),
         "negative_fpr_at_k": (pytest.approx(1.0), 2, 2, 2),
         "negative_returned_at_k": (pytest.approx(2.0), 4, 2, 2),
         "duplicate_slot_rate_at_k": (pytest.approx(1 / 3), 1, 3, 1),

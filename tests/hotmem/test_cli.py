@@ -70,10 +70,12 @@ def test_import_is_all_or_nothing_with_line_numbers(
     assert code == 2
     assert err.splitlines() == [
         f"{bad}:3: expected fact not blank, found fact=''",
-        f"{bad}:4: invalid JSON: Expecting value (column 1)",
+        f"{bad}:4: invalid JSON: Expecting value at column 1",
         f"{bad}:5: expected importance in [0, 1], found importance=2",
-        f"{bad}:6: not UTF-8 (invalid start byte at byte 10)",
+        f"{bad}:6: expected UTF-8 text, found byte 0xff at column 11 (invalid start byte)",
     ]
+    with hotmem.open_store(db) as store:
+        assert store.count() == 0  # the valid first line was rolled back
     good = tmp_path / "good.jsonl"
     good.write_text(
         '{"fact": "one", "identifier": "a", "memory_id": "m-1"}\n'
@@ -85,15 +87,16 @@ def test_import_is_all_or_nothing_with_line_numbers(
     assert err == "hotmem: memory_id='m-1' already exists in the store\n"
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n\n")
-    assert (
-        run(capsys, "--db", str(db), "import", str(empty))[2]
-        == f"{empty}: no memories found (the file is empty)\n"
+    assert run(capsys, "--db", str(db), "import", str(empty))[0::2] == (
+        2,
+        f"{empty}: expected at least one JSON object, found no records\n",
     )
-    missing = tmp_path / "missing.jsonl"
-    assert (
-        run(capsys, "--db", str(db), "import", str(missing))[2]
-        == f"{missing}: cannot read: No such file or directory\n"
+    missing, new = tmp_path / "missing.jsonl", tmp_path / "new.db"
+    assert run(capsys, "--db", str(new), "import", str(missing))[0::2] == (
+        2,
+        f"{missing}: expected a JSON Lines file, found no such file\n",
     )
+    assert not new.exists()  # a file that fails from its first line creates no store
 
 
 @pytest.mark.parametrize(

@@ -121,19 +121,28 @@ def test_cjk_index_text(fact: str, text: str | None) -> None:
 
 
 QUERIES = [
-    ("When can we deploy?", LexicalQuery('"deploy"', None)),
-    ("月曜日", LexicalQuery(None, '"月曜" OR "曜日"')),
-    ("What does the 雪 bot do?", LexicalQuery('"bot"', '"雪"')),
+    ("When can we deploy?", ("deploy",), (), '"deploy"', None),
+    ("月曜日", (), ("月曜", "曜日"), None, '"月曜" OR "曜日"'),
+    ("What does the 雪 bot do?", ("bot",), ("雪",), '"bot"', '"雪"'),
     # The Latin part of a mixed-script term is a word; a repeated gram is asked once.
-    ("release東京 東京", LexicalQuery('"release"', '"東京"')),
-    ("회의 시간", LexicalQuery(None, '"회의" OR "시간"')),
-    ("the of and", LexicalQuery(None, None)),
+    ("release東京 東京", ("release",), ("東京",), '"release"', '"東京"'),
+    ("회의 시간", (), ("회의", "시간"), None, '"회의" OR "시간"'),
+    ("the of and", (), (), None, None),
 ]
 
 
-@pytest.mark.parametrize(("query", "expected"), QUERIES)
-def test_lexical_query(query: str, expected: LexicalQuery) -> None:
-    assert lexical_query(query) == expected
+@pytest.mark.parametrize(("query", "words", "grams", "words_match", "grams_match"), QUERIES)
+def test_lexical_query(
+    query: str,
+    words: tuple[str, ...],
+    grams: tuple[str, ...],
+    words_match: str | None,
+    grams_match: str | None,
+) -> None:
+    found = lexical_query(query)
+    assert found == LexicalQuery(words, grams)
+    assert (found.words_expression, found.grams_expression) == (words_match, grams_match)
+    assert bool(found) == bool(words or grams)
 
 
 def test_bm25_of_words_and_grams_add_up() -> None:
@@ -155,6 +164,11 @@ def _copy(name: str, tmp_path: Path) -> Path:
     return target
 
 
+def _rows(path: Path) -> list[tuple[object, ...]]:
+    with sqlite3.connect(path) as connection:
+        return connection.execute("SELECT * FROM memories ORDER BY rowid").fetchall()
+
+
 def _meta(path: Path) -> dict[str, str]:
     with sqlite3.connect(path) as connection:
         return dict(connection.execute("SELECT key, value FROM hotmem_meta"))
@@ -174,7 +188,7 @@ def test_a_version_1_store_migrates_on_open(tmp_path: Path) -> None:
         "embedding_dimension": "64",
         "embedding_model": "hotmem-hash-v1",
         "fts_tokenizer": hotmem.LEXICAL_INDEX,
-        "schema_version": "2",
+        "schema_version": "3",
     }
     assert [r.memory_id for r in deploy] == ["mem-deploy-001"]
     assert [r.memory_id for r in monday][:1] == ["mem-tokyo-001"]
@@ -187,19 +201,19 @@ def test_a_failed_migration_leaves_the_store_as_it_was(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = _copy("store-v1.db", tmp_path)
-    before = path.read_bytes()
-    original = migrations.MIGRATIONS[1]
+    before = _meta(path), _rows(path)
+    original = migrations.MIGRATIONS[2]
 
     def half_done(connection: sqlite3.Connection) -> None:
         original(connection)
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setitem(migrations.MIGRATIONS, 1, half_done)
+    monkeypatch.setitem(migrations.MIGRATIONS, 2, half_done)
     with pytest.raises(RuntimeError, match="disk on fire"):
         hotmem.open_store(path)
-    assert _meta(path)["schema_version"] == "1"
-    assert path.read_bytes() == before
-    monkeypatch.setitem(migrations.MIGRATIONS, 1, original)
+    # Version 1 still, with the same memories (only the journal mode is WAL's already).
+    assert (_meta(path), _rows(path)) == before
+    monkeypatch.setitem(migrations.MIGRATIONS, 2, original)
     with hotmem.open_store(path) as store:
         assert store.check_integrity() == ()
 
@@ -208,7 +222,7 @@ def test_a_store_of_a_newer_version_is_refused(tmp_path: Path) -> None:
     path = _copy("store-v1.db", tmp_path)
     with sqlite3.connect(path) as connection:
         connection.execute("UPDATE hotmem_meta SET value = '99' WHERE key = 'schema_version'")
-    expected = r"expected schema_version='2', found schema_version='99'"
+    expected = r"expected schema_version at most 3, found schema_version='99'"
     with pytest.raises(hotmem.StoreError, match=expected):
         hotmem.open_store(path)
 

@@ -28,6 +28,11 @@ PROBE = textwrap.dedent(
         hotmem.verify_snapshot(pathlib.Path(tmp) / "s.zip")
         hotmem.hydrate(pathlib.Path(tmp) / "s.zip", pathlib.Path(tmp) / "t.db")
     import hotmem.cli
+    # The embedder registry, hash-v1 through it, and the semantic model's file resolution
+    # (checking its extra's modules imports none of them).
+    hotmem.get_embedder("hotmem-hash-v1").embed_many(["Invoices need two approvals."])
+    [entry.missing_modules() for entry in hotmem.EMBEDDERS.values()]
+    import hotmem.semantic.sources
     loaded = set(sys.modules) - before
     roots = {name.split(".")[0] for name in loaded}
     print("\\n".join(sorted(roots - set(sys.stdlib_module_names) - {"hotmem"})))

@@ -251,3 +251,18 @@ def test_a_failed_write_is_a_snapshot_error(
     ):
         store.snapshot(tmp_path / "p.zip")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.db"]
+
+
+def test_a_memory_with_more_tags_than_a_record_may_hold_is_refused(tmp_path: Path) -> None:
+    with hotmem.open_store(tmp_path / "s.db") as store:
+        store.add("At the limit.", identifier="acme", memory_id="m-1", tags=["t"] * fmt.MAX_TAGS)
+        store.snapshot(tmp_path / "limit.zip")
+        store.add("Past it.", identifier="acme", memory_id="m-2", tags=["t"] * (fmt.MAX_TAGS + 1))
+        with pytest.raises(hotmem.SnapshotError) as raised:
+            store.snapshot(tmp_path / "past.zip")
+    assert str(raised.value) == (
+        f"memory_id='m-2' holds {fmt.MAX_TAGS + 1} tags; the format allows {fmt.MAX_TAGS} "
+        "(a memory with this many tags cannot be snapshotted)"
+    )
+    assert hotmem.verify_snapshot(tmp_path / "limit.zip").ok
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["limit.zip", "s.db"]

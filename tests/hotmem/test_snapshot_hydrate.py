@@ -194,7 +194,7 @@ def leftover_journal(path: Path) -> None:
         (full_store, "holds 1 memories; hydrate needs a new or empty store"),
         (other_sqlite, "is a SQLite database but not a HotMem store"),
         (lambda path: path.write_text("my notes\n" * 100), "is not a HotMem store"),
-        (lambda path: path.mkdir(), "it is not a regular file"),
+        (lambda path: path.mkdir(), "it is a directory, not a regular file"),
         (incompatible_store, "expected embedding_model='hotmem-hash-v1', found .*'other-model'"),
         (leftover_journal, "-journal' exists"),
     ],
@@ -304,7 +304,7 @@ def test_targets_with_unusual_names(package: Path, tmp_path: Path, name: str) ->
 
 
 def test_an_integer_importance_is_stored_as_the_store_would(package: Path, tmp_path: Path) -> None:
-    from tests.hotmem.test_snapshot_verify import read_members, refreshed, write_members
+    from tests.hotmem.packages import read_members, refreshed, write_members
 
     members = read_members(package)
     text = members["records/000000.jsonl"].decode()
@@ -317,3 +317,52 @@ def test_an_integer_importance_is_stored_as_the_store_would(package: Path, tmp_p
     assert (type(stored), stored) == (float, 0.0)
     again = read_members(tmp_path / "again.zip")["records/000000.jsonl"]
     assert b'"importance":0.0,"memory_id":"m-00"' in again
+
+
+def forged(package: Path, tmp_path: Path, query: str) -> Path:
+    """The package with one memory's vector replaced by the query's embedding (digests
+    recomputed): the memory is unrelated to the query, but its vector says otherwise."""
+    from hotmem.embed import embed_bytes
+    from tests.hotmem.packages import V0, read_members, refreshed, write_members
+
+    members = read_members(package)
+    vectors = bytearray(members[V0])
+    vectors[256:512] = embed_bytes(query)  # the second record, m-01: "Backups run nightly"
+    return write_members(tmp_path / "forged.zip", refreshed({**members, V0: bytes(vectors)}))
+
+
+def test_a_forged_vector_ranks_its_memory_first_unless_vectors_are_recomputed(
+    package: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query = "where should the quarterly bonus be wired"
+    bad = forged(package, tmp_path, query)
+    assert hotmem.verify_snapshot(bad).ok  # well formed: the manifest proves integrity only
+    hotmem.hydrate(bad, tmp_path / "trusting.db")
+    with hotmem.open_store(tmp_path / "trusting.db") as store:
+        assert hotmem.search_memories(store, query)[0].memory_id == "m-01"
+    with hotmem.open_store(tmp_path / "source.db") as store:
+        assert "m-01" not in [r.memory_id for r in hotmem.search_memories(store, query)]
+    before = names(tmp_path)
+    with pytest.raises(hotmem.VerificationError) as raised:
+        hotmem.hydrate(bad, tmp_path / "careful.db", recompute_vectors=True)
+    assert [(p.location, p.check, p.found) for p in raised.value.report.problems] == [
+        ("records/000000.jsonl:2", "vector", "another vector for memory_id='m-01'")
+    ]
+    assert names(tmp_path) == before
+    from hotmem.cli import main
+
+    code = main(["hydrate", str(bad), "--db", str(tmp_path / "careful.db"), "--recompute-vectors"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith(f"hotmem: package {str(bad)!r} failed verification with 1 problem")
+    assert err.endswith("found another vector for memory_id='m-01'\n")
+    assert names(tmp_path) == before
+
+
+def test_recomputing_vectors_hydrates_an_honest_package_the_same(
+    package: Path, tmp_path: Path
+) -> None:
+    hotmem.hydrate(package, tmp_path / "plain.db")
+    report = hotmem.hydrate(package, tmp_path / "recomputed.db", recompute_vectors=True)
+    assert report.record_count == 5
+    assert dump(tmp_path / "recomputed.db") == dump(tmp_path / "plain.db")

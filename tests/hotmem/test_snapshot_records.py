@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 from hotmem.errors import ValidationError
 from hotmem.models import format_timestamp, memory_from_mapping, parse_timestamp
+from hotmem.snapshot.decoding import decode_records
 from hotmem.snapshot.records import (
     RECORD_FIELDS,
-    _fast_decode,
     _timestamps_ok,
-    decode_records,
+    fast_decode,
     field_problem,
     record_line,
 )
@@ -177,7 +177,7 @@ def test_chunk_check_agrees_with_the_store_rules(data: bytes) -> None:
         assert list(zip(*chunk.columns[:3], strict=True)) == rows
         assert chunk.line_count == len(rows)
         # Every valid chunk the writer could produce takes the one-call path.
-        assert _fast_decode(data) is not None or not rows
+        assert fast_decode(data) is not None or not rows
 
 
 def test_lines_merged_into_one_array_are_not_one_record_per_line() -> None:

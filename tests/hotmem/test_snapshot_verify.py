@@ -2,7 +2,9 @@
 
 Each case edits a known-good package and names the exact problems verification must report.
 Edits that "refresh" rewrite the manifest's sizes, digests and content digest to match the
-edited members, as a careful forger would, so only the deeper check can catch them.
+edited members, as a careful forger would, so only the deeper check can catch them (the
+builders are in ``packages.py``; ``test_snapshot_hostile.py`` has the packages built to exhaust
+memory or the stack).
 """
 
 from __future__ import annotations
@@ -12,20 +14,28 @@ import json
 import math
 import struct
 import tracemalloc
-import zipfile
-import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 import hotmem
 from hotmem.snapshot import format as fmt
-from hotmem.snapshot.format import CentralEntry
-from hotmem.snapshot.manifest import content_digest
-
-Members = dict[str, bytes]
+from tests.hotmem.packages import (
+    MANIFEST,
+    R0,
+    R1,
+    V0,
+    V1,
+    Member,
+    Members,
+    manifest_of,
+    read_members,
+    refreshed,
+    with_manifest,
+    write_members,
+    write_zip,
+)
 
 MEMORIES = [
     {
@@ -59,69 +69,6 @@ def good(tmp_path_factory: pytest.TempPathFactory) -> Path:
         store.add_many(MEMORIES)
         store.snapshot(directory / "good.zip")
     return directory / "good.zip"
-
-
-@dataclass
-class Member:
-    """A member to write, optionally with lying headers."""
-
-    name: str
-    data: bytes
-    method: int | None = None
-    declared_size: int | None = None
-
-
-def read_members(path: Path) -> Members:
-    with zipfile.ZipFile(path) as archive:
-        return {name: archive.read(name) for name in archive.namelist()}
-
-
-def write_zip(path: Path, members: list[Member]) -> Path:
-    """Write members with the format's exact layout (the writer's own header functions)."""
-    out = bytearray()
-    entries = []
-    for member in members:
-        kind = fmt.member_kind(member.name) or "records"
-        method, level = fmt.compression_for(kind)
-        method = method if member.method is None else member.method
-        packed = fmt.compress(member.data, level) if method == fmt.DEFLATED else member.data
-        size = len(member.data) if member.declared_size is None else member.declared_size
-        entry = CentralEntry(
-            member.name, method, zlib.crc32(member.data), len(packed), size, len(out)
-        )
-        out += fmt.local_header(entry) + packed
-        entries.append(entry)
-    directory = b"".join(map(fmt.central_header, entries))
-    offset = len(out)
-    out += directory + fmt.end_record(len(entries), len(directory), offset)
-    path.write_bytes(bytes(out))
-    return path
-
-
-def write_members(path: Path, members: Members) -> Path:
-    return write_zip(path, [Member(name, data) for name, data in members.items()])
-
-
-def manifest_of(members: Members) -> dict:
-    return json.loads(members["manifest.json"])
-
-
-def with_manifest(members: Members, manifest: dict) -> Members:
-    text = json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
-    return {**members, "manifest.json": text.encode()}
-
-
-def refreshed(members: Members) -> Members:
-    """Make the manifest agree with the members' actual bytes (sizes, digests, counts)."""
-    manifest = manifest_of(members)
-    for meta in manifest["members"]:
-        data = members.get(meta["name"])
-        if data is not None:
-            meta["size"], meta["sha256"] = len(data), hashlib.sha256(data).hexdigest()
-    manifest["content_digest"] = content_digest(
-        (m["name"], m["sha256"]) for m in manifest["members"]
-    )
-    return with_manifest(members, manifest)
 
 
 def edit_lines(members: Members, name: str, edit: Callable[[list[str]], list[str]]) -> Members:
@@ -165,14 +112,6 @@ def reorder(*names: str) -> Callable[[Members], Members]:
 
     return edit
 
-
-R0, V0, R1, V1, MANIFEST = (
-    "records/000000.jsonl",
-    "vectors/000000.f32",
-    "records/000001.jsonl",
-    "vectors/000001.f32",
-    "manifest.json",
-)
 
 # id -> (edit of the members, [(location, check), ...] expected, in order)
 CASES: dict[str, tuple[Callable[[Members], Members], list[tuple[str, str]]]] = {

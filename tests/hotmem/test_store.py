@@ -306,7 +306,7 @@ def test_bulk_batches_index_fts_and_keep_the_trigger(store: MemoryStore) -> None
         "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'spoon'"
     ).fetchone()[0]
     assert matches == 40
-    # A failing bulk batch rolls back the rows, the index and the trigger drop alike.
+    # A failing bulk batch rolls back the rows and the index alike; the trigger never changes.
     clash = [*batch[:1], {"memory_id": "m-new", "identifier": "a", "fact": "x"}] * 20
     clash = [{**row, "memory_id": f"m-new-{i}"} for i, row in enumerate(clash)] + [batch[0]]
     with pytest.raises(DuplicateMemoryError, match="memory_id='m-000' already exists"):
@@ -326,3 +326,93 @@ def test_check_integrity_finds_a_memory_missing_from_the_index(store: MemoryStor
     store.connection.execute("DROP TRIGGER memories_fts_insert")
     store.add("Badges expire at midnight.", identifier="acme")
     assert store.check_integrity() == ("full-text index: database disk image is malformed",)
+
+
+def _memories(count: int, *, start: int = 0) -> list[dict[str, object]]:
+    return [
+        {"memory_id": f"s-{i:03d}", "identifier": "a", "fact": f"Silver spoon number {i}."}
+        for i in range(start, start + count)
+    ]
+
+
+def test_add_stream_inserts_batch_by_batch_and_returns_the_count(store: MemoryStore) -> None:
+    drawn: list[int] = []
+
+    def items():
+        for position, memory in enumerate(_memories(100)):
+            drawn.append(position)
+            yield memory
+
+    assert store.add_stream(items(), batch_size=40) == 100  # bulk batches and a short one
+    assert drawn == list(range(100))
+    assert store.count() == 100
+    assert store.check_integrity() == ()
+    docs = store.connection.execute("SELECT count(*) FROM memories_fts_docsize").fetchone()[0]
+    assert docs == 100
+    assert store.add_stream(iter(())) == 0
+    store.add("one more spoon", identifier="a", memory_id="m-after")  # single adds still index
+    assert [r.memory_id for r in hotmem.search_memories(store, "one more spoon", limit=1)] == [
+        "m-after"
+    ]
+
+
+def test_add_stream_is_lazy_and_all_or_nothing_across_batches(store: MemoryStore) -> None:
+    drawn: list[int] = []
+
+    def items():
+        for position, memory in enumerate(_memories(10)):
+            drawn.append(position)
+            yield {**memory, "importance": 7} if position == 7 else memory
+
+    with pytest.raises(ValidationError, match=r"memory #7: expected importance in \[0, 1\]"):
+        store.add_stream(items(), batch_size=3)
+    assert drawn == list(range(8))  # nothing after #7 was read
+    assert store.count() == 0
+    assert store.check_integrity() == ()
+
+
+@pytest.mark.parametrize(
+    ("batch", "message"),
+    [
+        (
+            [*_memories(5), _memories(1, start=1)[0]],
+            "memory_id='s-001' appears more than once in one batch",
+        ),
+        (
+            [*_memories(5), {**_memories(1)[0], "memory_id": "m-0"}],
+            "memory_id='m-0' already exists",
+        ),
+    ],
+)
+@pytest.mark.parametrize("batch_size", [2, 3, 40])
+def test_add_stream_names_the_clashing_id_whatever_the_batch(
+    store: MemoryStore, batch: list[dict[str, object]], message: str, batch_size: int
+) -> None:
+    store.add("existing", identifier="a", memory_id="m-0")
+    with pytest.raises(DuplicateMemoryError, match=message):
+        store.add_stream(batch * (8 if batch_size == 40 else 1), batch_size=batch_size)
+    assert [m.memory_id for m in store] == ["m-0"]
+    assert store.check_integrity() == ()
+
+
+def test_an_error_raised_by_the_input_rolls_the_stream_back(store: MemoryStore) -> None:
+    def items():
+        yield from _memories(50)
+        raise RuntimeError("the source failed")
+
+    with pytest.raises(RuntimeError, match="the source failed"):
+        store.add_stream(items(), batch_size=20)
+    assert store.count() == 0
+    assert store.connection.execute("SELECT count(*) FROM hotmem_fts_deferred").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, True, 2.5])
+def test_add_stream_needs_a_positive_batch_size(store: MemoryStore, batch_size: object) -> None:
+    with pytest.raises(ValidationError, match="batch_size must be a positive integer"):
+        store.add_stream(_memories(1), batch_size=batch_size)  # type: ignore[arg-type]
+
+
+def test_add_many_streams_its_input_but_still_returns_every_memory(store: MemoryStore) -> None:
+    added = store.add_many(iter(_memories(25)))
+    assert [m.memory_id for m in added] == [f"s-{i:03d}" for i in range(25)]
+    assert added[3] == store.get("s-003")

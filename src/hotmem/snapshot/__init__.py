@@ -2,8 +2,9 @@
 
 ``writer`` writes a package (``MemoryStore.snapshot``); ``reader`` reads and checks one member
 by member, for ``verify`` and ``hydrate`` alike. ``format``, ``container``, ``manifest`` and
-``records`` hold the byte layout each side shares, and ``_files`` the file handling. The format
-is specified in ``docs/snapshot-v2.md``.
+``records`` hold the byte layout each side shares; ``decoding`` and ``shape`` decode a records
+member as it streams in, within a fixed memory bound; ``_files`` holds the file handling. The
+format is specified in ``docs/snapshot-v2.md``.
 
 ``hotmem.snapshot.hydrate`` is the function exported here; the module of that name is
 ``sys.modules["hotmem.snapshot.hydrate"]``.

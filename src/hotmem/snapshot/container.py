@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import BinaryIO
 
 from hotmem.snapshot import format as fmt
 from hotmem.snapshot.format import CentralEntry, SnapshotProblem
 
-__all__ = ["LoadedMember", "load_member", "read_directory"]
+__all__ = ["BLOCK_BYTES", "LoadedMember", "MemberStream", "load_member", "read_directory"]
 
 MAX_NAME_BYTES = 255
+#: Bytes a streamed member is read and inflated in at a time.
+BLOCK_BYTES = 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,28 +144,6 @@ def _check_local_header(
     problems.append(SnapshotProblem(entry.name, "container", *_field_diff(names, want, have)))
 
 
-def _inflate(raw: bytes, size: int, name: str) -> tuple[bytes | None, SnapshotProblem | None]:
-    """Decompress at most ``size + 1`` bytes, so a lying size or a bomb stops early."""
-    inflater = zlib.decompressobj(-15)
-    try:
-        data = inflater.decompress(raw, size + 1)
-    except zlib.error as exc:
-        return None, SnapshotProblem(name, "compression", "a valid deflate stream", str(exc))
-    if len(data) > size:
-        found = f"more than {size} bytes (reading stopped)"
-        return None, SnapshotProblem(name, "size", f"{size} bytes uncompressed", found)
-    if not inflater.eof:
-        found = "a stream that ends early"
-        return None, SnapshotProblem(name, "compression", "a complete deflate stream", found)
-    if inflater.unused_data:
-        found = f"{len(inflater.unused_data)} bytes after the stream"
-        return None, SnapshotProblem(name, "compression", "nothing after the stream", found)
-    if len(data) < size:
-        found = f"{len(data)} bytes"
-        return None, SnapshotProblem(name, "size", f"{size} bytes uncompressed", found)
-    return data, None
-
-
 def _refuse(entry: CentralEntry, limit: int) -> SnapshotProblem | None:
     name = entry.name
     if entry.size > limit:
@@ -179,24 +160,118 @@ def _refuse(entry: CentralEntry, limit: int) -> SnapshotProblem | None:
     return None
 
 
+class MemberStream:
+    """One member's uncompressed bytes, block by block, checked as they pass.
+
+    Iterate it once. The blocks hold at most ``block`` bytes each; the declared sizes are
+    checked against ``limit`` before anything is read, and deflate output stops one byte past
+    the declared size. Afterwards ``complete`` says whether the member was read whole, exactly
+    as declared; then ``sha256`` is its digest. ``problems`` says what went wrong (a CRC-32
+    mismatch leaves the member complete: its bytes were read and can still be checked).
+    A consumer that keeps anything from the blocks must drop it unless ``complete``.
+    """
+
+    def __init__(
+        self, file: BinaryIO, entry: CentralEntry, limit: int, *, block: int = BLOCK_BYTES
+    ) -> None:
+        self._file, self.entry, self._limit, self._block = file, entry, limit, block
+        self.complete = False
+        self.sha256: str | None = None
+        self.problems: list[SnapshotProblem] = []
+
+    def __iter__(self) -> Iterator[bytes]:
+        entry = self.entry
+        refusal = _refuse(entry, self._limit)
+        if refusal is not None:
+            self.problems.append(refusal)
+            return
+        self._file.seek(entry.data_offset)
+        blocks = self._inflated() if entry.method == fmt.DEFLATED else self._raw()
+        crc, hasher = 0, hashlib.sha256()
+        for data in blocks:
+            crc = zlib.crc32(data, crc)
+            hasher.update(data)
+            yield data
+        if self.problems:
+            return
+        self.complete, self.sha256 = True, hasher.hexdigest()
+        if crc != entry.crc32:
+            self.problems.append(
+                SnapshotProblem(entry.name, "crc32", f"{entry.crc32:08x}", f"{crc:08x}")
+            )
+
+    def _truncated(self, read: int) -> None:
+        expected = f"{self.entry.compressed_size} bytes of data"
+        self.problems.append(
+            SnapshotProblem(self.entry.name, "container", expected, f"{read} (truncated)")
+        )
+
+    def _raw(self) -> Iterator[bytes]:
+        left = self.entry.compressed_size
+        while left:
+            data = self._file.read(min(left, self._block))
+            if not data:
+                self._truncated(self.entry.compressed_size - left)
+                return
+            left -= len(data)
+            yield data
+
+    def _inflated(self) -> Iterator[bytes]:
+        """Inflate block by block, stopping at ``size + 1`` bytes: a bomb or a lying size costs
+        one block."""
+        name, size = self.entry.name, self.entry.size
+        raw = self._raw()
+        inflater = zlib.decompressobj(-15)
+        produced, tail, exhausted = 0, b"", False
+        while not inflater.eof:
+            if not tail and not exhausted:
+                tail = next(raw, b"")
+                exhausted = not tail
+                if self.problems:  # truncated
+                    return
+            try:
+                data = inflater.decompress(tail, min(self._block, size + 1 - produced))
+            except zlib.error as exc:
+                self.problems.append(
+                    SnapshotProblem(name, "compression", "a valid deflate stream", str(exc))
+                )
+                return
+            tail = inflater.unconsumed_tail
+            produced += len(data)
+            if produced > size:
+                found = f"more than {size} bytes (reading stopped)"
+                self.problems.append(
+                    SnapshotProblem(name, "size", f"{size} bytes uncompressed", found)
+                )
+                return
+            if data:
+                yield data
+            elif not tail and exhausted:
+                break
+        if not inflater.eof:
+            found = "a stream that ends early"
+            self.problems.append(
+                SnapshotProblem(name, "compression", "a complete deflate stream", found)
+            )
+            return
+        after = len(inflater.unused_data) + sum(map(len, raw))
+        if after:
+            found = f"{after} bytes after the stream"
+            self.problems.append(
+                SnapshotProblem(name, "compression", "nothing after the stream", found)
+            )
+            return
+        if produced < size:
+            self.problems.append(
+                SnapshotProblem(name, "size", f"{size} bytes uncompressed", f"{produced} bytes")
+            )
+
+
 def load_member(file: BinaryIO, entry: CentralEntry, limit: int) -> LoadedMember:
     """Read, decompress, CRC-check and hash one member, refusing it above ``limit`` bytes."""
-    refusal = _refuse(entry, limit)
-    if refusal is not None:
-        return LoadedMember(None, None, (refusal,))
-    raw = _read_at(file, entry.data_offset, entry.compressed_size)
-    if len(raw) != entry.compressed_size:
-        expected, found = f"{entry.compressed_size} bytes of data", f"{len(raw)} (truncated)"
-        problem = SnapshotProblem(entry.name, "container", expected, found)
-        return LoadedMember(None, None, (problem,))
-    data = raw
-    if entry.method == fmt.DEFLATED:
-        inflated, failure = _inflate(raw, entry.size, entry.name)
-        if inflated is None:
-            return LoadedMember(None, None, (failure,) if failure else ())
-        data = inflated
-    crc = zlib.crc32(data)
-    problems: tuple[SnapshotProblem, ...] = ()
-    if crc != entry.crc32:
-        problems = (SnapshotProblem(entry.name, "crc32", f"{entry.crc32:08x}", f"{crc:08x}"),)
-    return LoadedMember(data, hashlib.sha256(data).hexdigest(), problems)
+    stream = MemberStream(file, entry, limit, block=max(1, min(entry.size, limit)))
+    blocks = list(stream)
+    if not stream.complete:
+        return LoadedMember(None, None, tuple(stream.problems))
+    data = blocks[0] if len(blocks) == 1 else b"".join(blocks)
+    return LoadedMember(data, stream.sha256, tuple(stream.problems))

@@ -35,6 +35,7 @@ __all__ = [
     "MAX_MEMBERS",
     "MAX_MEMBER_BYTES",
     "MAX_OFFSET",
+    "MAX_TAGS",
     "STORED",
     "VECTOR_DTYPE",
     "CentralEntry",
@@ -60,6 +61,9 @@ FTS_COLUMNS = ("fact",)
 # character keep a chunk within MAX_MEMBER_BYTES unless one memory alone is larger.
 CHUNK_RECORDS = 10_000
 CHUNK_CHARS = 16 * 2**20
+
+# Tags one record may hold: a record's values bound what reading its line can cost.
+MAX_TAGS = 2**16
 
 # Limits the reader enforces before it decompresses anything.
 MAX_MEMBER_BYTES = 64 * 2**20

@@ -5,7 +5,9 @@ applies exactly the checks of ``verify_snapshot``. Rows go into a new SQLite fil
 target (bulk insert with the package's vectors, one transaction, no journal: the file is
 discarded on any failure). Only when the whole package verified is the FTS index rebuilt from
 the rows, the triggers created, the file synced and renamed onto the target. An interrupted or
-failed hydration therefore leaves the target exactly as it was, and no temporary file behind.
+failed hydration therefore leaves the target exactly as it was, and no temporary file behind
+(a process killed outright leaves its file, which the next hydration of the same target
+removes: ``_files``).
 """
 
 from __future__ import annotations
@@ -21,11 +23,19 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from hotmem import db, schema
+from hotmem import lexical_index, schema, storage
 from hotmem.embed import VECTOR_BYTES
 from hotmem.errors import HydrationError, VerificationError
-from hotmem.snapshot._files import create_beside, gc_paused, sync_directory
+from hotmem.snapshot._files import (
+    RENAMES_OPEN_FILES,
+    create_beside,
+    gc_paused,
+    output_refusal,
+    remove_leftovers,
+    sync_directory,
+)
 from hotmem.snapshot.reader import Chunk, PackageReader, VerificationReport
+from hotmem.snapshot.records import Column
 
 __all__ = ["HydrationReport", "hydrate"]
 
@@ -58,11 +68,14 @@ class HydrationReport:
 def _memories_in(target: Path) -> int:
     """Memories in an existing database file, opened read-only; refuse anything but HotMem."""
     try:
-        connection = sqlite3.connect(f"{target.absolute().as_uri()}?mode=ro", uri=True)
+        # immutable: a read-only connection to a WAL store would leave -wal and -shm files
+        # behind; check_target has made sure there is no WAL, so the file holds everything.
+        uri = f"{target.absolute().as_uri()}?mode=ro&immutable=1"
+        connection = sqlite3.connect(uri, uri=True)
     except sqlite3.Error as exc:
         raise HydrationError(f"cannot open target {str(target)!r}: {exc}") from None
     try:
-        problem = db.incompatibility(connection, str(target))
+        problem = storage.incompatibility(connection, str(target))
         if problem is not None:
             raise HydrationError(f"target {problem}")
         if connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
@@ -77,9 +90,11 @@ def _memories_in(target: Path) -> int:
 def check_target(target: Path) -> None:
     """Refuse a target that holds data: only a missing path or an empty store may be replaced.
 
-    An existing file must be a HotMem store without memories, an empty SQLite database or a
-    zero-byte file (which SQLite treats as an empty database). A leftover journal or WAL file
-    beside it means a connection is open or a crash needs recovery, and is refused too.
+    An existing file must be a regular file (not a symbolic link: the rename would replace the
+    link, not the store it points to) holding a HotMem store without memories, an empty
+    SQLite database, or nothing (which SQLite treats as an empty database). A leftover journal
+    or WAL file beside it means a connection is open or a crash needs recovery, and is refused
+    too.
 
     Raises:
         HydrationError: the target cannot be replaced.
@@ -93,10 +108,11 @@ def check_target(target: Path) -> None:
                 f"cannot hydrate {str(target)!r}: {str(side)!r} exists (the store is open or "
                 "needs recovery; open and close it with hotmem first)"
             )
+    refusal = output_refusal(target)  # a directory, a symbolic link, a FIFO, a device...
+    if refusal is not None:
+        raise HydrationError(refusal.replace("cannot write", "cannot hydrate", 1))
     if not target.exists():
         return
-    if not target.is_file():
-        raise HydrationError(f"cannot hydrate {str(target)!r}: it is not a regular file")
     if target.stat().st_size == 0:
         return
     count = _memories_in(target)
@@ -121,12 +137,19 @@ _TAGS_CACHE_LIMIT = 1 << 16
 _VECTOR = struct.Struct(f"{VECTOR_BYTES}s")
 
 
-def _rows(chunk: Chunk) -> Iterator[tuple[Any, ...]]:
-    """The chunk's rows for ``_INSERT``, built column-wise by C-level ``map`` and ``zip``."""
+def _stored_columns(columns: list[Column]) -> list[Column]:
+    """What hydration keeps of a decoded group: the six columns, ``tags`` as the store's text
+    (one string a record, however many tags it holds)."""
     if len(_TAGS_TEXT) > _TAGS_CACHE_LIMIT:
         _TAGS_TEXT.clear()
-    memory_ids, identifiers, facts, importances, tags, created = chunk.columns
-    tags_text = map(_TAGS_TEXT.__getitem__, map(tuple, tags))
+    memory_ids, identifiers, facts, importances, tags, created = columns
+    tags_text = tuple(map(_TAGS_TEXT.__getitem__, map(tuple, tags)))
+    return [memory_ids, identifiers, facts, importances, tags_text, created]
+
+
+def _rows(chunk: Chunk) -> Iterator[tuple[Any, ...]]:
+    """The chunk's rows for ``_INSERT``, built column-wise by C-level ``map`` and ``zip``."""
+    memory_ids, identifiers, facts, importances, tags_text, created = chunk.columns
     vectors = map(itemgetter(0), _VECTOR.iter_unpack(chunk.vectors))
     # REAL affinity stores an integer importance (JSON 1) as 1.0, exactly as the store does.
     return zip(
@@ -152,11 +175,11 @@ _SECONDARY_INDEXES = (
 
 def _open_empty(temporary: Path) -> tuple[sqlite3.Connection, list[str]]:
     """A new store without triggers or secondary indexes, in a transaction; their SQL."""
-    connection = db.connect(temporary)
+    connection = storage.connect(temporary)
     # No journal and no syncs: this file is renamed into place only once complete.
     connection.execute("PRAGMA journal_mode = OFF")
     connection.execute("PRAGMA synchronous = OFF")
-    db.initialise(connection, with_triggers=False)
+    storage.initialise(connection, with_triggers=False)
     connection.execute("BEGIN")
     indexes = connection.execute(_SECONDARY_INDEXES).fetchall()
     for name, _ in indexes:
@@ -169,12 +192,14 @@ def _finish(connection: sqlite3.Connection, indexes: list[str]) -> None:
         connection.execute(sql)
     # The lexical indexes are derived: built by this code from the facts loaded, whatever
     # tokenizer the package's source used (docs/snapshot-v2.md, "Derived indexes").
-    db.rebuild_lexical_index(connection)
+    lexical_index.rebuild(connection)
     connection.execute("COMMIT")
     connection.executescript(schema.CREATE_FTS_TRIGGERS)
 
 
-def _build(temporary: Path, reader: PackageReader) -> VerificationReport:
+def _build(
+    temporary: Path, reader: PackageReader, *, recompute_vectors: bool
+) -> VerificationReport:
     """Load every verified chunk into a new store at ``temporary``; raise if any check fails.
 
     Loading stops at the first problem, but reading goes on, so the report lists them all.
@@ -186,9 +211,12 @@ def _build(temporary: Path, reader: PackageReader) -> VerificationReport:
     except sqlite3.Error as exc:
         raise HydrationError(f"cannot create {str(temporary)!r}: {exc}") from None
     try:
-        for chunk in reader.chunks():
+        for chunk in reader.chunks(keep=_stored_columns):
+            if recompute_vectors:
+                reader.recompute_vectors(chunk, chunk.columns[0], chunk.columns[2])
             if reader.ok:
                 connection.executemany(_INSERT, _rows(chunk))
+            del chunk  # before the next chunk is read, and before the FTS index is built
         report = reader.report()
         if not report.ok:
             raise _failed(report)
@@ -202,30 +230,48 @@ def _build(temporary: Path, reader: PackageReader) -> VerificationReport:
     return report
 
 
-def hydrate(path: str | os.PathLike[str], target: str | os.PathLike[str]) -> HydrationReport:
+def hydrate(
+    path: str | os.PathLike[str],
+    target: str | os.PathLike[str],
+    *,
+    recompute_vectors: bool = False,
+) -> HydrationReport:
     """Verify the package at ``path`` and hydrate it into the store file ``target``.
 
     The target must not exist, or be an empty store (see :func:`check_target`). The new store
     is built beside it and renamed onto it only when every check passed, so on any failure,
-    interruption included, the target is untouched and no temporary file remains.
+    interruption included, the target is untouched and no temporary file remains. (A process
+    killed outright leaves its temporary file; the next hydration of the same target removes
+    it, ``_files.remove_leftovers``.)
+
+    Args:
+        path: the package file.
+        target: the store file to create.
+        recompute_vectors: re-embed every fact and refuse the package unless each vector is
+            exactly its fact's embedding (slower; the package's vectors are otherwise trusted).
 
     Raises:
         SnapshotError: the package cannot be opened.
-        VerificationError: the package failed verification (``error.report`` lists why).
+        VerificationError: the package failed verification (``error.report`` lists why),
+            including, with ``recompute_vectors``, a vector that is not its fact's embedding.
         HydrationError: the target holds data or cannot be written; nothing was changed.
     """
     destination = Path(target)
     check_target(destination)
     with gc_paused(), PackageReader(path) as reader:
+        remove_leftovers(destination, ".hydrating", _SIDE_FILES)
         try:
             descriptor, temporary = create_beside(destination, ".hydrating")
         except OSError as exc:
             raise HydrationError(f"cannot write beside {str(destination)!r}: {exc}") from None
-        os.close(descriptor)
+        locked = [descriptor]  # closed at the end, after the rename where the system allows
         try:
             try:
-                report = _build(temporary, reader)
+                report = _build(temporary, reader, recompute_vectors=recompute_vectors)
                 check_target(destination)  # again: nothing may have appeared meanwhile
+                if not RENAMES_OPEN_FILES:
+                    os.close(locked.pop())
+                # Renamed while the lock on the file is still held (see _files).
                 os.replace(temporary, destination)
             except OSError as exc:  # a full disk, a read-only directory, an unreadable package
                 raise HydrationError(f"cannot hydrate {str(destination)!r}: {exc}") from None
@@ -234,6 +280,9 @@ def hydrate(path: str | os.PathLike[str], target: str | os.PathLike[str]) -> Hyd
                 with suppress(FileNotFoundError):
                     os.unlink(leftover)
             raise
+        finally:
+            for still_open in locked:
+                os.close(still_open)
     sync_directory(destination.absolute().parent)
     digest = report.content_digest or ""  # a verified package always has its digest
     return HydrationReport(report.path, str(destination), report.record_count, digest)

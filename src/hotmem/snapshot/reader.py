@@ -28,14 +28,17 @@ from types import TracebackType
 from hotmem.embed import MODEL_NAME, embed_bytes
 from hotmem.errors import SnapshotError
 from hotmem.snapshot import format as fmt
-from hotmem.snapshot.container import load_member, read_directory
+from hotmem.snapshot.container import MemberStream, load_member, read_directory
+from hotmem.snapshot.decoding import ChunkRecords, Keep, RecordsDecoder
 from hotmem.snapshot.format import CentralEntry, SnapshotProblem
 from hotmem.snapshot.manifest import Manifest, MemberMeta, check_manifest, content_digest
-from hotmem.snapshot.records import Column, decode_records, reject_constant
+from hotmem.snapshot.records import Column, reject_constant
 
 __all__ = ["Chunk", "PackageReader", "VerificationReport"]
 
 MAX_PROBLEMS = 1000
+# A manifest lists at most 65,534 data members, each with 3 commas and one brace of its own.
+_MANIFEST_VALUES = 5 * fmt.MAX_MEMBERS + 64
 _NAMES_EXPECTED = "manifest.json, records/NNNNNN.jsonl or vectors/NNNNNN.f32"
 
 
@@ -81,7 +84,8 @@ class Chunk:
 
     Attributes:
         name: the records member.
-        columns: ``(memory_ids, identifiers, facts, importances, tags, created_ats)``.
+        columns: what the reader's ``keep`` kept of the six columns
+            ``(memory_ids, identifiers, facts, importances, tags, created_ats)``.
         vectors: the records' vectors, concatenated in the same order.
     """
 
@@ -128,14 +132,19 @@ class PackageReader:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
+        refused = SnapshotError(f"cannot read package {self.path!r}: not a regular file")
         try:
-            self._file = open(self.path, "rb")  # noqa: SIM115 (closed by close())
+            if not stat.S_ISREG(os.stat(self.path).st_mode):
+                raise refused
+            # Non-blocking, so a FIFO swapped in meanwhile is refused, not waited on.
+            descriptor = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except OSError as exc:
             raise SnapshotError(f"cannot read package {self.path!r}: {exc.strerror}") from None
-        info = os.fstat(self._file.fileno())
+        info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
-            self._file.close()
-            raise SnapshotError(f"cannot read package {self.path!r}: not a regular file")
+            os.close(descriptor)
+            raise refused
+        self._file = os.fdopen(descriptor, "rb")
         self._size = info.st_size
         self._problems: list[SnapshotProblem] = []
         self._dropped = 0
@@ -195,12 +204,27 @@ class PackageReader:
         self._extend(loaded.problems)
         if loaded.data is None:
             return None
+        data = loaded.data
+        values = data.count(b",") + data.count(b"[") + data.count(b"{")
+        if values > _MANIFEST_VALUES:  # parsing would build up to that many objects
+            expected = f"at most {_MANIFEST_VALUES} commas, brackets and braces"
+            self._add(fmt.MANIFEST_NAME, "limit", expected, f"{values}")
+            return None
         try:
-            value = json.loads(loaded.data.decode("utf-8"), parse_constant=reject_constant)
+            value = json.loads(data.decode("utf-8"), parse_constant=reject_constant)
+        except RecursionError:
+            found = "arrays or objects nested too deeply to parse"
+            self._add(fmt.MANIFEST_NAME, "manifest", "a JSON object in UTF-8", found)
+            return None
         except ValueError as exc:  # UnicodeDecodeError is a ValueError too
             self._add(fmt.MANIFEST_NAME, "manifest", "a JSON object in UTF-8", str(exc))
             return None
-        manifest, problems = check_manifest(value)
+        try:
+            manifest, problems = check_manifest(value)
+        except RecursionError:  # nesting json.loads could parse but repr() cannot show
+            found = "values nested too deeply to show"
+            self._add(fmt.MANIFEST_NAME, "manifest", "the manifest's fields", found)
+            return None
         self._extend(problems)
         return manifest
 
@@ -233,8 +257,13 @@ class PackageReader:
         return present
 
     # -- chunks ----------------------------------------------------------------------------------
-    def chunks(self) -> Iterator[Chunk]:
-        """Check the package, yielding each chunk whose records and vectors are valid."""
+    def chunks(self, keep: Keep | None = None) -> Iterator[Chunk]:
+        """Check the package, yielding each chunk whose records and vectors are valid.
+
+        Args:
+            keep: what to keep of each chunk's decoded columns (``Chunk.columns``); by default
+                nothing, and a chunk is dropped as soon as it is checked.
+        """
         entries, problems = read_directory(self._file, self._size)
         self._extend(problems)
         if entries is None:
@@ -244,16 +273,22 @@ class PackageReader:
             return
         present = self._plan(entries, manifest.members)
         pairs = list(zip(manifest.members[0::2], manifest.members[1::2], strict=True))
+        # A vectors member holds at most one vector per record of the largest chunk.
+        vectors_limit = min(fmt.MAX_MEMBER_BYTES, fmt.CHUNK_RECORDS * manifest.vector_bytes)
         digests: dict[str, str] = {}
         for records_meta, vectors_meta in pairs:
             before = len(self._problems) + self._dropped
-            records = self._accept(records_meta, present.get(records_meta.name), digests)
-            vectors = self._accept(vectors_meta, present.get(vectors_meta.name), digests)
+            records = self._records(records_meta, present.get(records_meta.name), digests, keep)
+            vectors = self._accept(
+                vectors_meta, present.get(vectors_meta.name), digests, vectors_limit
+            )
             chunk = self._check_chunk(
                 records_meta, records, vectors_meta.name, vectors, manifest.vector_bytes
             )
             if chunk is not None and len(self._problems) + self._dropped == before:
                 yield chunk
+            # Drop this chunk before the next is read: one chunk's values at a time.
+            del records, vectors, chunk
         names = [meta.name for meta in manifest.members]
         if all(name in digests for name in names):
             self._digest = content_digest((name, digests[name]) for name in names)
@@ -261,38 +296,63 @@ class PackageReader:
             if declared is not None and declared != self._digest:
                 self._add(fmt.MANIFEST_NAME, "content-digest", declared, self._digest)
 
+    def _matched(self, meta: MemberMeta, size: int, sha256: str, digests: dict[str, str]) -> None:
+        """Match a member read whole to its size and SHA-256 in the manifest."""
+        digests[meta.name] = sha256
+        if size != meta.size:
+            self._add(meta.name, "size", f"{meta.size} bytes (manifest)", f"{size} bytes")
+        if sha256 != meta.sha256:
+            self._add(meta.name, "sha256", f"{meta.sha256} (manifest)", sha256)
+
     def _accept(
-        self, meta: MemberMeta, entry: CentralEntry | None, digests: dict[str, str]
+        self, meta: MemberMeta, entry: CentralEntry | None, digests: dict[str, str], limit: int
     ) -> bytes | None:
         """The member's bytes once read, with its size and SHA-256 matched to the manifest."""
         if entry is None:  # already reported missing
             return None
-        loaded = load_member(self._file, entry, fmt.MAX_MEMBER_BYTES)
+        loaded = load_member(self._file, entry, limit)
         self._extend(loaded.problems)
         if loaded.data is None or loaded.sha256 is None:
             return None
-        digests[meta.name] = loaded.sha256
-        if len(loaded.data) != meta.size:
-            found = f"{len(loaded.data)} bytes"
-            self._add(meta.name, "size", f"{meta.size} bytes (manifest)", found)
-        if loaded.sha256 != meta.sha256:
-            self._add(meta.name, "sha256", f"{meta.sha256} (manifest)", loaded.sha256)
+        self._matched(meta, len(loaded.data), loaded.sha256, digests)
         return loaded.data
+
+    def _records(
+        self,
+        meta: MemberMeta,
+        entry: CentralEntry | None,
+        digests: dict[str, str],
+        keep: Keep | None,
+    ) -> ChunkRecords | None:
+        """A records member decoded as it streams in, never held whole; ``None`` if unread."""
+        if entry is None:  # already reported missing
+            return None
+        stream = MemberStream(self._file, entry, fmt.MAX_MEMBER_BYTES)
+        decoder = RecordsDecoder(keep=keep)
+        for block in stream:
+            decoder.feed(block)
+        self._extend(stream.problems)
+        if not stream.complete or stream.sha256 is None:
+            return None
+        self._matched(meta, entry.size, stream.sha256, digests)
+        return decoder.finish()
 
     def _check_chunk(
         self,
         meta: MemberMeta,
-        records: bytes | None,
+        decoded: ChunkRecords | None,
         vectors_name: str,
         vectors: bytes | None,
         width: int,
     ) -> Chunk | None:
-        """Validate one chunk's records and vectors; the chunk, when both could be read."""
-        if records is None:
+        """Check one chunk's records and vectors; the chunk, when both could be read."""
+        if decoded is None:
             return None
         name = meta.name
-        decoded = decode_records(records)
         self._record_count += decoded.line_count
+        if decoded.line_count > fmt.CHUNK_RECORDS:
+            expected = f"at most {fmt.CHUNK_RECORDS} lines"
+            self._add(name, "limit", expected, f"{decoded.line_count} lines (not decoded)")
         self._extend([SnapshotProblem(f"{name}:{line}", *rest) for line, *rest in decoded.problems])
         if decoded.more_problems:
             self._add(name, "more-problems", "at most 20 listed", f"{decoded.more_problems} more")
@@ -318,9 +378,11 @@ class PackageReader:
             self._add(vectors_name, "vector", "finite float32 values", found)
         return Chunk(name, decoded.columns, vectors)
 
-    def recompute_vectors(self, chunk: Chunk) -> None:
-        """Check that every vector of ``chunk`` is the embedding of its fact, bit for bit."""
-        memory_ids, facts = chunk.columns[0], chunk.columns[2]
+    def recompute_vectors(self, chunk: Chunk, memory_ids: Column, facts: Column) -> None:
+        """Check that every vector of ``chunk`` is the embedding of its fact, bit for bit.
+
+        ``memory_ids`` and ``facts`` are the chunk's columns of those fields (kept by ``keep``).
+        """
         expected = b"".join(map(embed_bytes, facts))
         if expected == chunk.vectors:
             return

@@ -1,15 +1,15 @@
-"""Record lines of a snapshot: encoding a store row, and decoding and validating a chunk.
+"""Record lines of a snapshot: encoding a store row, and the rules and fast check of lines.
 
 A record line is one JSON object with exactly the six fields of a memory, sorted keys, no
 whitespace, non-ASCII kept as UTF-8. Validation applies the store's field rules
-(``fields.FIELD_RULES``) with two stricter ones, since a package must hydrate to exactly what it
-says: every field is required (no defaults), and ``created_at`` is canonical UTC text
-(``fields.format_timestamp``).
+(``fields.FIELD_RULES``) with stricter ones, since a package must hydrate to exactly what it
+says: every field is required (no defaults), ``created_at`` is canonical UTC text
+(``fields.format_timestamp``), and a record holds at most ``format.MAX_TAGS`` tags.
 
-A chunk is checked column by column with C-level builtins (one ``json.loads`` for the whole
-chunk, ``set(map(type, ...))``, ``min``/``max``, ``str.join``), which keeps the per-record
-Python work near zero. Only when that fast check fails is the chunk parsed line by line, to
-report each bad line with what was expected and what was found.
+Lines are checked column by column with C-level builtins (one ``json.loads`` for a whole group
+of lines, ``set(map(type, ...))``, ``min``/``max``, ``str.join``: ``fast_decode``), which keeps
+the per-record Python work near zero. Only when that fast check fails are the lines parsed one
+by one (``decoding``), to report each bad line with what was expected and what was found.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from itertools import chain, islice
 from operator import itemgetter, lt
 from typing import Any
 
+from hotmem.errors import SnapshotError
 from hotmem.fields import (
     MAX_ID_LENGTH,
     Breach,
@@ -30,15 +31,17 @@ from hotmem.fields import (
     field_breach,
     shown,
 )
+from hotmem.snapshot import format as fmt
 
 __all__ = [
     "RECORD_FIELDS",
-    "ChunkRecords",
     "Column",
     "LineProblem",
-    "decode_records",
+    "columns_of",
+    "fast_decode",
     "field_problem",
     "record_line",
+    "record_problem",
     "reject_constant",
 ]
 
@@ -50,7 +53,7 @@ _FIELD_GETTERS = tuple(
 )
 
 
-def _columns(records: list[dict[str, Any]]) -> list[Column]:
+def columns_of(records: list[dict[str, Any]]) -> list[Column]:
     """The six columns of ``records``, one C-level pass a field (a transposing ``zip(*rows)``
     over 10,000 rows costs twice as much). Raises KeyError for a missing field."""
     return [tuple(map(getter, records)) for getter in _FIELD_GETTERS]
@@ -72,11 +75,21 @@ _TAG_CACHE: dict[str, str] = {}
 _TAG_CACHE_LIMIT = 1 << 16
 
 
-def _compact_tags(stored: str) -> str:
-    """The compact JSON of a store's ``tags`` column (``["a", "b"]`` -> ``["a","b"]``)."""
+def _compact_tags(stored: str, memory_id: str) -> str:
+    """The compact JSON of a store's ``tags`` column (``["a", "b"]`` -> ``["a","b"]``).
+
+    Raises:
+        SnapshotError: the memory holds more tags than a record may (``format.MAX_TAGS``).
+    """
     compact = _TAG_CACHE.get(stored)
     if compact is None:
-        compact = "[" + ",".join(map(_quote, json.loads(stored))) + "]"
+        tags = json.loads(stored)
+        if len(tags) > fmt.MAX_TAGS:
+            raise SnapshotError(
+                f"memory_id={memory_id!r} holds {len(tags)} tags; the format allows "
+                f"{fmt.MAX_TAGS} (a memory with this many tags cannot be snapshotted)"
+            )
+        compact = "[" + ",".join(map(_quote, tags)) + "]"
         if len(_TAG_CACHE) >= _TAG_CACHE_LIMIT:
             _TAG_CACHE.clear()
         _TAG_CACHE[stored] = compact
@@ -90,11 +103,14 @@ def record_line(row: Sequence[Any]) -> str:
     table holds them (``tags`` as JSON text, ``created_at`` as canonical text); further items
     are ignored. The result equals ``json.dumps(record, sort_keys=True, ensure_ascii=False,
     separators=(",", ":"))``; it is built field by field because that is twice as fast.
+
+    Raises:
+        SnapshotError: the memory holds more than ``format.MAX_TAGS`` tags.
     """
     return (
         f'{{"created_at":{_quote(row[5])},"fact":{_quote(row[2])},'
         f'"identifier":{_quote(row[1])},"importance":{float(row[3])!r},'
-        f'"memory_id":{_quote(row[0])},"tags":{_compact_tags(row[4])}}}'
+        f'"memory_id":{_quote(row[0])},"tags":{_compact_tags(row[4], row[0])}}}'
     )
 
 
@@ -117,10 +133,12 @@ def field_problem(field: str, value: object) -> Breach | None:
     """
     if field == "created_at":
         return canonical_timestamp_breach(value)
+    if field == "tags" and isinstance(value, list) and len(value) > fmt.MAX_TAGS:
+        return Breach(f"at most {fmt.MAX_TAGS} tags", f"{len(value)} tags")
     return field_breach(field, value)
 
 
-def _record_problem(record: object) -> tuple[str, str] | None:
+def record_problem(record: object) -> tuple[str, str] | None:
     if not isinstance(record, dict):
         return "a JSON object", f"{_json_type(record)} {shown(record)}"
     if record.keys() != _FIELD_SET:
@@ -199,7 +217,7 @@ def _columns_ok(columns: list[Column]) -> bool:
     # No NaN can reach here (``reject_constant``), so min and max bound every value.
     if min(importances) < 0.0 or max(importances) > 1.0:
         return False
-    if set(map(type, tags)) != {list}:
+    if set(map(type, tags)) != {list} or max(map(len, tags)) > fmt.MAX_TAGS:
         return False
     flat = list(chain.from_iterable(tags))
     if flat and not _texts_ok(flat, None, nul=True):  # the store allows NUL in tags
@@ -214,7 +232,7 @@ def reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _fast_decode(data: bytes) -> list[Column] | None:
+def fast_decode(data: bytes) -> list[Column] | None:
     """The six columns of the records when the whole chunk is certainly valid, else ``None``.
 
     The lines are joined with commas into one JSON array and parsed in one call. Every line
@@ -235,95 +253,14 @@ def _fast_decode(data: bytes) -> list[Column] | None:
         return None
     try:
         records = json.loads("[" + body.replace("\n", ",") + "]", parse_constant=reject_constant)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if len(records) != text.count("\n") or set(map(type, records)) != {dict}:
         return None
     if set(map(len, records)) != {len(RECORD_FIELDS)}:
         return None
     try:
-        columns = _columns(records)
+        columns = columns_of(records)
     except KeyError:
         return None
     return columns if _columns_ok(columns) else None
-
-
-# -- decoding a chunk ----------------------------------------------------------------------------
-class ChunkRecords:
-    """The outcome of decoding one records member.
-
-    Attributes:
-        columns: ``(memory_ids, identifiers, facts, importances, tags, created_ats)``, each in
-            line order; empty when any line has a problem.
-        line_count: number of lines (records) in the member.
-        first_id, last_id: the smallest and largest valid memory_id, for checks across chunks.
-        problems: ``(line, check, expected, found)`` per bad line, at most ``max_problems``.
-        more_problems: how many further bad lines were not listed.
-    """
-
-    __slots__ = ("columns", "first_id", "last_id", "line_count", "more_problems", "problems")
-
-    def __init__(self) -> None:
-        self.columns: list[Column] = []
-        self.line_count = 0
-        self.first_id: str | None = None
-        self.last_id: str | None = None
-        self.problems: list[LineProblem] = []
-        self.more_problems = 0
-
-
-def decode_records(data: bytes, *, max_problems: int = 20) -> ChunkRecords:
-    """Decode and validate the bytes of one records member."""
-    chunk = ChunkRecords()
-    columns = _fast_decode(data)
-    if columns is not None:
-        chunk.columns, chunk.line_count = columns, len(columns[0]) if columns else 0
-        if columns:
-            chunk.first_id, chunk.last_id = columns[0][0], columns[0][-1]
-        return chunk
-    _slow_decode(data, chunk, max_problems)
-    return chunk
-
-
-def _slow_decode(data: bytes, chunk: ChunkRecords, max_problems: int) -> None:
-    problems: list[LineProblem] = []
-    lines = data.split(b"\n")
-    if lines[-1]:
-        problems.append(
-            (len(lines), "json", "every line ended by a newline", f"{len(lines[-1])} bytes after")
-        )
-    else:
-        lines.pop()
-    chunk.line_count = len(lines)
-    records = []
-    previous: str | None = None
-    for number, raw in enumerate(lines, start=1):
-        try:
-            record = json.loads(raw.decode("utf-8"), parse_constant=reject_constant)
-        except UnicodeDecodeError as exc:
-            problems.append(
-                (number, "json", "UTF-8 text", f"{exc.reason} at byte {exc.start} of the line")
-            )
-            continue
-        except ValueError as exc:
-            problems.append((number, "json", "one JSON object", str(exc)))
-            continue
-        problem = _record_problem(record)
-        if problem is not None:
-            problems.append((number, "record", *problem))
-            continue
-        records.append(record)
-        memory_id = record["memory_id"]
-        if previous is not None and memory_id <= previous:
-            check = "duplicate-id" if memory_id == previous else "order"
-            expected = f"memory_id after {previous!r} (ascending, unique)"
-            problems.append((number, check, expected, f"memory_id={memory_id!r}"))
-        if chunk.first_id is None:
-            chunk.first_id = memory_id
-        chunk.last_id = previous = max(memory_id, previous or memory_id)
-    if not problems and records:
-        # The fast path refused a chunk these rules accept (a line with spaces around its
-        # object, say): the rules decide.
-        chunk.columns = _columns(records)
-    chunk.problems = problems[:max_problems]
-    chunk.more_problems = max(0, len(problems) - max_problems)

@@ -11,8 +11,13 @@ import os
 from hotmem.errors import SnapshotError
 from hotmem.snapshot._files import gc_paused
 from hotmem.snapshot.reader import PackageReader, VerificationReport
+from hotmem.snapshot.records import Column
 
 __all__ = ["verify_snapshot"]
+
+
+def _ids_and_facts(columns: list[Column]) -> list[Column]:
+    return [columns[0], columns[2]]
 
 
 def verify_snapshot(
@@ -33,9 +38,12 @@ def verify_snapshot(
     """
     with gc_paused(), PackageReader(path) as reader:
         try:
-            for chunk in reader.chunks():
-                if recompute_vectors:
-                    reader.recompute_vectors(chunk)
+            if recompute_vectors:
+                for chunk in reader.chunks(keep=_ids_and_facts):
+                    reader.recompute_vectors(chunk, *chunk.columns)
+            else:
+                for _ in reader.chunks():
+                    pass
         except OSError as exc:  # the file vanished or the disk failed while reading
             raise SnapshotError(f"cannot read package {reader.path!r}: {exc}") from None
         return reader.report()

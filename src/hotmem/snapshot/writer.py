@@ -3,8 +3,9 @@
 The memories are read in ``memory_id`` order inside one read transaction and streamed in
 chunks: each chunk's members are compressed and hashed into an anonymous spool file, then the
 package is assembled with the manifest first. It is written to a temporary file beside
-``path`` and renamed into place, so an interrupted snapshot leaves no partial package. Memory
-use is one chunk.
+``path`` and renamed into place, so an interrupted snapshot leaves no partial package (a
+process killed outright leaves its temporary file, which the next snapshot to ``path``
+removes: ``_files``). Memory use is one chunk.
 """
 
 from __future__ import annotations
@@ -22,12 +23,20 @@ from typing import BinaryIO
 
 from hotmem.errors import SnapshotError
 from hotmem.snapshot import format as fmt
-from hotmem.snapshot._files import create_beside, gc_paused, temporary_file
+from hotmem.snapshot._files import (
+    RENAMES_OPEN_FILES,
+    create_beside,
+    gc_paused,
+    output_refusal,
+    remove_leftovers,
+    store_file_names,
+    temporary_file,
+)
 from hotmem.snapshot.format import CentralEntry, MemberKind
 from hotmem.snapshot.manifest import MemberMeta, content_digest, manifest_bytes
 from hotmem.snapshot.records import record_line
 
-__all__ = ["SnapshotReport", "write_snapshot"]
+__all__ = ["SnapshotReport", "store_files", "write_snapshot"]
 
 _SELECT = (
     "SELECT memory_id, identifier, fact, importance, tags, created_at, embedding "
@@ -159,6 +168,13 @@ def _assemble(out: BinaryIO, spool: BinaryIO, spooled: list[_Spooled], record_co
     out.write(fmt.end_record(len(entries), len(directory), directory_offset))
 
 
+def store_files(connection: sqlite3.Connection) -> list[Path]:
+    """The files of the store behind ``connection``: its database and SQLite's side files."""
+    rows = connection.execute("PRAGMA database_list").fetchall()
+    database = next((row[2] for row in rows if row[1] == "main"), "")
+    return store_file_names(database) if database else []  # nothing for an in-memory store
+
+
 def write_snapshot(
     connection: sqlite3.Connection, path: str | os.PathLike[str], *, overwrite: bool = False
 ) -> SnapshotReport:
@@ -169,18 +185,27 @@ def write_snapshot(
         path: the package to write; its directory must exist.
         overwrite: replace an existing file at ``path`` (refused otherwise).
 
+    A temporary package another snapshot to ``path`` left behind when it was killed is
+    removed first (``_files.remove_leftovers``).
+
     Raises:
-        SnapshotError: ``path`` exists (without ``overwrite``), is a directory, its directory
-            is missing or cannot be written, or the store is too large for the format.
+        SnapshotError: ``path`` exists (without ``overwrite``), exists and is not a regular
+            file (a directory, symbolic link, FIFO, socket or device), is the store itself or
+            one of its SQLite files (under any name), its directory is missing or cannot be
+            written, a memory holds more than ``format.MAX_TAGS`` tags, or the store is too
+            large for the format.
     """
     target = Path(path)
     parent = target.absolute().parent
     if not parent.is_dir():
         raise SnapshotError(f"cannot write {str(target)!r}: directory {str(parent)!r} is missing")
-    if target.is_dir():
-        raise SnapshotError(f"cannot write {str(target)!r}: it is a directory")
+    protected = store_files(connection)
+    refusal = output_refusal(target, protected)
+    if refusal is not None:
+        raise SnapshotError(refusal)
     if target.exists() and not overwrite:
         raise SnapshotError(f"{str(target)!r} already exists; pass overwrite=True to replace it")
+    remove_leftovers(target, ".partial")
     try:
         descriptor, temporary = create_beside(target, ".partial")
     except OSError as exc:
@@ -204,7 +229,14 @@ def write_snapshot(
             out.flush()
             os.fsync(out.fileno())
             size = out.tell()
-        os.replace(temporary, target)
+            # Again, just before the rename: nothing may have taken the name meanwhile.
+            refusal = output_refusal(target, protected)
+            if refusal is not None:
+                raise SnapshotError(refusal)
+            if RENAMES_OPEN_FILES:  # renamed while still locked (see _files)
+                os.replace(temporary, target)
+        if not RENAMES_OPEN_FILES:
+            os.replace(temporary, target)
     except OSError as exc:  # a full disk, a read-only directory
         with suppress(FileNotFoundError):
             os.unlink(temporary)

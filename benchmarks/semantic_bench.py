@@ -1,0 +1,193 @@
+"""Semantic embedder benchmark: throughput against raw onnxruntime, load time, memory.
+
+Run: ``uv run python benchmarks/semantic_bench.py [--count 1000] [--repeats 3]``
+
+- **Throughput**: ``embed_many`` over ``--count`` synthetic memories (``benchmarks/synthetic.py``)
+  and over the facts and queries of both committed fixtures, against **raw inference**: the
+  same onnxruntime session running the same batches (texts grouped by token count, the
+  embedder's token budget) on token ids prepared beforehand, with nothing else (no
+  tokenisation, pooling, normalisation or packing). Target: ours >= 0.8x raw.
+- **Query latency**: one short question embedded alone (what a search pays), p50 and p95.
+- **Load**: in a fresh process, importing numpy/onnxruntime/tokenizers, reading and hashing the
+  model files, and building the tokenizer and the session; and peak RSS after loading and after
+  embedding ``--count`` texts.
+
+Best of ``--repeats`` for throughput and load; throughput by CPU time of the process (the
+work runs on the calling thread) and, for the ratio, by wall-clock too. One thread everywhere
+(the embedder's setting). Figures are local diagnostics for this machine, not guarantees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from itertools import groupby
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from synthetic import synthetic_memories, synthetic_queries
+
+import hotmem
+
+ROOT = Path(__file__).resolve().parent.parent
+
+FIXTURES = (
+    ROOT / "benchmarks" / "retrieval",
+    ROOT / "benchmarks" / "retrieval" / "external" / "kgh-retrieval",
+)
+
+# Peak RSS from /proc (VmHWM): getrusage's ru_maxrss can carry the parent's figure into a child.
+LOAD_PROBE = """
+import json, sys, time
+def status(field):
+    with open("/proc/self/status") as lines:
+        return next(int(line.split()[1]) for line in lines if line.startswith(field + ":"))
+sys.path.insert(0, sys.argv[1])
+from synthetic import synthetic_memories
+start = time.perf_counter()
+import numpy, onnxruntime, tokenizers
+imported = time.perf_counter()
+import hotmem
+from hotmem.semantic import sources
+files = sources.read_model_files(None)
+read = time.perf_counter()
+from hotmem.semantic.onnx_embedder import OnnxEmbedder
+embedder = OnnxEmbedder(hotmem.SEMANTIC_MODEL, files)
+del files
+built = time.perf_counter()
+loaded_rss, loaded_peak = status("VmRSS"), status("VmHWM")
+embedder.embed_many([m["fact"] for m in synthetic_memories(int(sys.argv[2]))])
+print(json.dumps({
+    "import_s": imported - start, "read_hash_s": read - imported, "build_s": built - read,
+    "total_s": built - start, "loaded_rss_kib": loaded_rss, "loaded_peak_kib": loaded_peak,
+    "rss_kib": status("VmRSS"), "peak_kib": status("VmHWM"),
+}))
+"""
+
+
+def fixture_texts() -> list[str]:
+    texts: list[str] = []
+    for directory in FIXTURES:
+        for name, field in (("corpus.jsonl", "fact"), ("queries.jsonl", "query")):
+            lines = (directory / name).read_text(encoding="utf-8").splitlines()
+            texts.extend(json.loads(line)[field] for line in lines if line.strip())
+    return texts
+
+
+def batches(embedder: object, texts: list[str]) -> list[object]:
+    """The embedder's own batches of token ids (same grouping, same budget), as arrays."""
+    import numpy as np
+
+    from hotmem.semantic import onnx_embedder
+
+    rows = [embedder.tokens(text) for text in texts]  # type: ignore[attr-defined]
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
+    prepared = []
+    for length, same in groupby(order, key=lambda i: len(rows[i])):
+        group = list(same)
+        step = max(1, onnx_embedder.TOKEN_BUDGET // length)
+        for start in range(0, len(group), step):
+            ids = np.array([rows[i] for i in group[start : start + step]], dtype=np.int64)
+            prepared.append(embedder.feeds(ids))  # type: ignore[attr-defined]
+    return prepared
+
+
+def timed(work: Callable[[], object]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) of one call."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    work()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def throughput(embedder: object, texts: list[str], repeats: int) -> dict[str, float]:
+    """Best embeddings/s of ``embed_many`` and of raw ``session.run`` on the same batches.
+
+    Wall-clock and CPU time both: everything runs on the calling thread (one onnxruntime
+    thread), so CPU time is the work itself, less disturbed by other load on the machine.
+    """
+    feeds = batches(embedder, texts)
+    session = embedder._session  # type: ignore[attr-defined]
+    output = embedder._output  # type: ignore[attr-defined]
+
+    def raw() -> None:
+        for feed in feeds:
+            session.run([output], feed)
+
+    ours = [timed(lambda: embedder.embed_many(texts)) for _ in range(repeats)]  # type: ignore[attr-defined]
+    bare = [timed(raw) for _ in range(repeats)]
+    tokenise = [timed(lambda: [embedder.tokens(t) for t in texts]) for _ in range(repeats)]  # type: ignore[attr-defined]
+    rates = {"tokenise_us": min(sample[1] for sample in tokenise) / len(texts) * 1e6}
+    for name, samples in (("ours", ours), ("raw", bare)):
+        for index, clock in enumerate(("wall", "cpu")):
+            rates[f"{name}_{clock}"] = len(texts) / min(sample[index] for sample in samples)
+    return rates
+
+
+def query_latency(embedder: object, count: int) -> tuple[float, float]:
+    samples = []
+    for question in synthetic_queries(count):
+        start = time.perf_counter()
+        embedder.embed_many([question])  # type: ignore[attr-defined]
+        samples.append((time.perf_counter() - start) * 1000)
+    cuts = statistics.quantiles(samples, n=100, method="inclusive")
+    return cuts[49], cuts[94]
+
+
+def load(count: int, repeats: int) -> dict[str, float]:
+    runs = []
+    for _ in range(repeats):
+        completed = subprocess.run(
+            [sys.executable, "-c", LOAD_PROBE, str(Path(__file__).resolve().parent), str(count)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        runs.append(json.loads(completed.stdout))
+    return min(runs, key=lambda run: run["total_s"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--count", type=int, default=1000, help="synthetic memories")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    embedder = hotmem.get_embedder(hotmem.SEMANTIC_MODEL)
+    synthetic = [memory["fact"] for memory in synthetic_memories(args.count)]
+    print(f"model {embedder.model_id}, digest {embedder.digest[:12]}…, one thread\n")
+    print(
+        "| texts | n | mean tokens | ours (emb/s, CPU) | raw inference (emb/s, CPU) "
+        "| ours / raw (CPU) | ours / raw (wall) | tokenising (µs a text) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for label, texts in (("synthetic memories", synthetic), ("fixture texts", fixture_texts())):
+        tokens = statistics.mean(len(embedder.tokens(t)) for t in texts)  # type: ignore[attr-defined]
+        rates = throughput(embedder, texts, args.repeats)
+        print(
+            f"| {label} | {len(texts)} | {tokens:.1f} | {rates['ours_cpu']:.0f} "
+            f"| {rates['raw_cpu']:.0f} | {rates['ours_cpu'] / rates['raw_cpu']:.2f} "
+            f"| {rates['ours_wall'] / rates['raw_wall']:.2f} | {rates['tokenise_us']:.0f} |"
+        )
+    p50, p95 = query_latency(embedder, 200)
+    print(f"\nquery embedding (one short question): p50 {p50:.2f} ms, p95 {p95:.2f} ms")
+    figures = load(args.count, args.repeats)
+    seconds = {key: f"{value:.2f} s" for key, value in figures.items() if key.endswith("_s")}
+    print(
+        f"load in a fresh process: {seconds['total_s']} (imports {seconds['import_s']}, "
+        f"read + sha256 {seconds['read_hash_s']}, tokenizer + session {seconds['build_s']})"
+    )
+    mib = {key: value / 1024 for key, value in figures.items() if key.endswith("_kib")}
+    print(
+        f"RSS (peak): {mib['loaded_rss_kib']:.0f} MiB ({mib['loaded_peak_kib']:.0f}) loaded, "
+        f"{mib['rss_kib']:.0f} MiB ({mib['peak_kib']:.0f}) after embedding {args.count} texts"
+    )
+
+
+if __name__ == "__main__":
+    main()

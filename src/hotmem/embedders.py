@@ -1,0 +1,225 @@
+"""Embedders by model id: the vector spaces HotMem knows how to build.
+
+An embedder turns texts into vectors of one space. It says which space with four values that a
+store and a snapshot package record beside the vectors:
+
+- ``model_id``: the registry key (``hotmem-hash-v1``, ``all-minilm-l6-v2``);
+- ``dimension`` and ``dtype``: the vectors' shape (``"float32-le"``: little-endian IEEE-754
+  float32, the value snapshot packages carry);
+- ``digest``: sha256 (hex) of what defines the vectors. For a model, the model files
+  (``hotmem.semantic.sources``); for ``hotmem-hash-v1``, which has no file and is fixed by its
+  specification (``docs/embedding.md``), the sha256 of its UTF-8 model id. Two embedders with
+  the same model id and digest make the same vectors (up to the float rounding of the CPU).
+
+``embed_many(texts)`` returns one packed vector (``bytes``) a text, in order. A text's vector
+never depends on the other texts of the call or on how they are batched.
+
+The registry ``EMBEDDERS`` maps each model id to an ``EmbedderEntry``. An entry that needs an
+optional extra imports nothing until it is loaded: without the extra, ``get_embedder`` raises a
+``MissingExtraError`` naming it, and everything else works (``import hotmem`` loads the standard
+library only).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Protocol
+
+from hotmem.embed import DIMENSION, MODEL_NAME, embed_bytes
+from hotmem.errors import MissingExtraError, ValidationError
+
+__all__ = [
+    "DTYPE",
+    "EMBEDDERS",
+    "HASH_DIGEST",
+    "MODEL_DIR_ENV",
+    "SEMANTIC_MODEL",
+    "Embedder",
+    "EmbedderEntry",
+    "HashEmbedder",
+    "get_embedder",
+    "install_hint",
+]
+
+DTYPE = "float32-le"
+SEMANTIC_MODEL = "all-minilm-l6-v2"
+MODEL_DIR_ENV = "HOTMEM_MODEL_DIR"
+# hotmem-hash-v1 has no model file: its rule is fixed by its name and its specification.
+HASH_DIGEST = hashlib.sha256(MODEL_NAME.encode("utf-8")).hexdigest()
+
+
+class Embedder(Protocol):
+    """What every embedder provides (``HashEmbedder``, ``hotmem.semantic.OnnxEmbedder``)."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    @property
+    def dtype(self) -> str: ...
+
+    @property
+    def digest(self) -> str: ...
+
+    def embed_many(self, texts: Sequence[str]) -> list[bytes]:
+        """One packed little-endian vector (``dimension`` values) per text, in order.
+
+        Raises:
+            ValidationError: ``texts`` is a string, or holds something that is not a string.
+        """
+        ...
+
+
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """Return ``texts`` as a list, after checking that it is a sequence of strings.
+
+    Raises:
+        ValidationError: ``texts`` is a single string, or an item is not a string.
+    """
+    if isinstance(texts, str | bytes):
+        raise ValidationError(
+            f"expected a sequence of texts, found a single {type(texts).__name__}"
+        )
+    items = list(texts)
+    for position, text in enumerate(items):
+        if not isinstance(text, str):
+            raise ValidationError(
+                f"expected texts to be strings, found {type(text).__name__} at position {position}"
+            )
+    return items
+
+
+@dataclass(frozen=True, slots=True)
+class HashEmbedder:
+    """``hotmem-hash-v1`` (``hotmem.embed``): 64 float32, deterministic on every machine."""
+
+    model_id: str = MODEL_NAME
+    dimension: int = DIMENSION
+    dtype: str = DTYPE
+    digest: str = HASH_DIGEST
+
+    def embed_many(self, texts: Sequence[str]) -> list[bytes]:
+        """Embed each text with ``hotmem-hash-v1`` (256 bytes each).
+
+        Raises:
+            ValidationError: ``texts`` is a string, or holds something that is not a string.
+        """
+        return [embed_bytes(text) for text in check_texts(texts)]
+
+
+def install_hint(extra: str) -> str:
+    """How to install an extra, with pip and with uv."""
+    return f"pip install 'hotmem[{extra}]' (in a checkout: uv sync --extra {extra})"
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderEntry:
+    """One registered embedder: how to load it and what it needs.
+
+    Attributes:
+        model_id: the registry key.
+        summary: one line for listings.
+        extra: the optional extra it needs, or ``None`` when it is standard library only.
+        modules: the modules the extra provides, checked before anything is imported.
+        load: builds the embedder from an optional model directory (already resolved).
+    """
+
+    model_id: str
+    summary: str
+    extra: str | None
+    modules: tuple[str, ...]
+    load: Callable[[Path | None], Embedder]
+
+    def missing_modules(self) -> tuple[str, ...]:
+        """The modules of ``modules`` that cannot be found (nothing is imported)."""
+        return tuple(name for name in self.modules if importlib.util.find_spec(name) is None)
+
+
+def _load_hash(model_dir: Path | None) -> Embedder:
+    if model_dir is not None:
+        raise ValidationError(
+            f"expected no model directory for {MODEL_NAME!r} (it has no model files), "
+            f"found model_dir={str(model_dir)!r}"
+        )
+    return HashEmbedder()
+
+
+def _load_semantic(model_dir: Path | None) -> Embedder:
+    # Imported here: the extra's modules (numpy, onnxruntime, tokenizers) load on first use.
+    from hotmem.semantic.onnx_embedder import load_embedder
+
+    return load_embedder(SEMANTIC_MODEL, model_dir)
+
+
+EMBEDDERS: Mapping[str, EmbedderEntry] = MappingProxyType(
+    {
+        entry.model_id: entry
+        for entry in (
+            EmbedderEntry(
+                model_id=MODEL_NAME,
+                summary="character-trigram hash vectors, 64 float32 (standard library)",
+                extra=None,
+                modules=(),
+                load=_load_hash,
+            ),
+            EmbedderEntry(
+                model_id=SEMANTIC_MODEL,
+                summary="all-MiniLM-L6-v2 sentence embeddings (int8 ONNX), 384 float32",
+                extra="semantic",
+                modules=("numpy", "onnxruntime", "tokenizers"),
+                load=_load_semantic,
+            ),
+        )
+    }
+)
+
+
+def get_embedder(model_id: str, *, model_dir: str | os.PathLike[str] | None = None) -> Embedder:
+    """Return the embedder registered as ``model_id``, loading it on first use.
+
+    Loaded embedders are kept for the life of the process, one per (model id, model directory).
+
+    Args:
+        model_id: a key of ``EMBEDDERS``.
+        model_dir: for a model embedder, a directory holding its files (``model.onnx`` and
+            ``tokenizer.json``) instead of the pinned package; when ``None``, the environment
+            variable ``HOTMEM_MODEL_DIR`` is used if it is set and not empty.
+
+    Raises:
+        ValidationError: ``model_id`` is not registered, or ``model_dir`` is given for an
+            embedder without model files.
+        MissingExtraError: the extra the embedder needs is not installed (the message names it).
+        EmbedderError: the model files are missing, unreadable or fail their digest check.
+    """
+    entry = EMBEDDERS.get(model_id)
+    if entry is None:
+        raise ValidationError(
+            f"expected a model id among {sorted(EMBEDDERS)}, found model_id={model_id!r}"
+        )
+    if model_dir is None and entry.extra is not None:
+        model_dir = os.environ.get(MODEL_DIR_ENV) or None
+    directory = None if model_dir is None else str(Path(model_dir).resolve())
+    return _load(model_id, directory)
+
+
+@functools.lru_cache(maxsize=8)
+def _load(model_id: str, directory: str | None) -> Embedder:
+    entry = EMBEDDERS[model_id]
+    missing = entry.missing_modules()
+    if entry.extra is not None and missing:
+        raise MissingExtraError(
+            f"the embedder {model_id!r} needs the {entry.extra!r} extra, which is not installed "
+            f"(missing modules: {', '.join(missing)}); install it with {install_hint(entry.extra)}",
+            extra=entry.extra,
+            missing=missing,
+        )
+    return entry.load(None if directory is None else Path(directory))

@@ -1,0 +1,77 @@
+"""Every ``sqlite3.Error`` as a :class:`~hotmem.errors.StoreError` that says what happened.
+
+SQLite's error name (``sqlite_errorname``: ``SQLITE_BUSY``, ``SQLITE_READONLY_DIRECTORY``,
+``SQLITE_CORRUPT_VTAB``, ...) chooses the explanation; the message says what the store tried to
+do, what was expected and what SQLite found, and for a lock what to do about it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from hotmem.errors import StoreError
+
+__all__ = ["store_error", "translated"]
+
+# SQLite error name prefix -> why, given what SQLite said (the most specific prefix first).
+_REASONS: tuple[tuple[str, Callable[[str, float], str]], ...] = (
+    (
+        "SQLITE_BUSY",
+        lambda found, timeout: (
+            "another connection held its write lock for longer than the busy timeout "
+            f"({timeout:g} s); expected the lock within the timeout, found {found!r}. Retry when "
+            "the other writer is done, or open the store with a longer busy_timeout"
+        ),
+    ),
+    (
+        "SQLITE_LOCKED",
+        lambda found, _: f"expected the store unlocked, found {found!r}; retry",
+    ),
+    (
+        "SQLITE_READONLY_DIRECTORY",
+        lambda found, _: (
+            "expected a writable directory (SQLite keeps the store's -wal and -shm files beside "
+            f"it), found a read-only one ({found})"
+        ),
+    ),
+    (
+        "SQLITE_READONLY",
+        lambda found, _: f"expected a writable store file, found a read-only one ({found})",
+    ),
+    (
+        "SQLITE_CORRUPT",
+        lambda found, _: (
+            f"the store is damaged: expected a sound SQLite file and full-text index, found "
+            f"{found!r}; check_integrity() lists the problems; restore the store from a snapshot"
+        ),
+    ),
+    ("SQLITE_NOTADB", lambda found, _: f"expected a SQLite database, found {found!r}"),
+    ("SQLITE_FULL", lambda found, _: f"expected free disk space, found {found!r}"),
+    (
+        "SQLITE_CANTOPEN",
+        lambda found, _: f"expected a file SQLite can open or create, found {found!r}",
+    ),
+    ("SQLITE_IOERR", lambda found, _: f"an I/O error: {found}"),
+)
+
+
+def store_error(exc: sqlite3.Error, target: str, action: str, busy_timeout: float) -> StoreError:
+    """The :class:`StoreError` for ``exc``, raised while trying to ``action`` the store at
+    ``target`` (whose connection waits ``busy_timeout`` seconds for a lock)."""
+    name = getattr(exc, "sqlite_errorname", None) or ""
+    found = str(exc)
+    for prefix, reason in _REASONS:
+        if name.startswith(prefix):
+            return StoreError(f"cannot {action} store {target!r}: {reason(found, busy_timeout)}")
+    return StoreError(f"cannot {action} store {target!r}: SQLite reported {found!r}")
+
+
+@contextmanager
+def translated(target: str, action: str, busy_timeout: float) -> Iterator[None]:
+    """Raise every ``sqlite3.Error`` of the block as a :class:`StoreError` (see store_error)."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise store_error(exc, target, action, busy_timeout) from None

