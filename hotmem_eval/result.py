@@ -164,7 +164,7 @@ def build_result(run: EvalRun, *, generated_at: datetime, git_commit: str | None
                 "importance": hotmem.WEIGHTS.importance,
             },
             "min_similarity": hotmem.MIN_SIMILARITY,
-            "fts_tokenizer": hotmem.FTS_TOKENIZER,
+            "fts_tokenizer": hotmem.LEXICAL_INDEX,
             "top_k": run.top_k,
             "repeat": run.repeat,
             "relevant_grade": RELEVANT_GRADE,

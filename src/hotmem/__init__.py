@@ -35,7 +35,7 @@ from hotmem.fields import (
     format_timestamp,
     text_breach,
 )
-from hotmem.fts import FTS_TOKENIZER
+from hotmem.fts import FTS_TOKENIZER, LEXICAL_INDEX
 from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
 from hotmem.jsonl import MAX_JSON_DEPTH, MAX_JSON_NUMBER, JsonlProblem, JsonlRecord, read_jsonl
 from hotmem.models import Memory, fixed_clock, parse_timestamp, system_clock
@@ -65,6 +65,7 @@ __all__ = [
     "EMBEDDERS",
     "FIELD_NAMES",
     "FTS_TOKENIZER",
+    "LEXICAL_INDEX",
     "MAX_ID_LENGTH",
     "MAX_JSON_DEPTH",
     "MAX_JSON_NUMBER",

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from hotmem import inserts, schema, sqlerrors, storage
+from hotmem import inserts, lexical_index, schema, sqlerrors, storage
 from hotmem.errors import MemoryNotFoundError, ValidationError
 from hotmem.fields import lookup_text, shown
 from hotmem.inserts import ADD_BATCH
@@ -327,24 +327,43 @@ class MemoryStore:
 
         return write_snapshot(self._connection, path, overwrite=overwrite)
 
-    def check_integrity(self) -> tuple[str, ...]:
-        """What is wrong with the store's file and its full-text index; empty when sound.
+    def rebuild_lexical_index(self) -> None:
+        """Rebuild the word and CJK indexes from the facts, in one write transaction.
 
-        Runs SQLite's ``PRAGMA integrity_check`` and FTS5's ``integrity-check`` with content
-        comparison, which also finds a memory missing from the index or indexed with other text.
-        (FTS5's check is a write statement: it waits for other writers like a write does.)
+        The indexes are derived data; this repairs them when :meth:`check_integrity` reports a
+        problem with either. Searches in other processes see the old or the new index.
+
+        Raises:
+            StoreError: the store cannot be written (locked, read-only).
+        """
+        with self._writing() as connection:
+            lexical_index.rebuild(connection)
+
+    def check_integrity(self) -> tuple[str, ...]:
+        """What is wrong with the store's file and its lexical indexes; empty when sound.
+
+        Runs SQLite's ``PRAGMA integrity_check``, FTS5's ``integrity-check`` of both lexical
+        indexes (with content comparison for the word index, which also finds a memory
+        missing from it or indexed with other text), and compares the CJK gram index with the
+        grams of every fact. (FTS5's check is a write statement: it waits for other writers
+        like a write does.)
 
         Raises:
             StoreError: the check itself cannot run (the store is locked or read-only).
         """
         problems: tuple[str, ...] = ()
-        for label, sql in (("", "PRAGMA integrity_check"), ("full-text index: ", None)):
+        checks = (
+            ("", "PRAGMA integrity_check"),
+            ("full-text index: ", schema.CHECK_FTS_INTEGRITY),
+            ("CJK index: ", lexical_index.CHECK_CJK_INTEGRITY),
+        )
+        for label, sql in checks:
             try:
-                if sql is not None:
+                if label:
+                    self._connection.execute(sql)
+                else:
                     found = tuple(str(row[0]) for row in self._connection.execute(sql))
                     problems += () if found == ("ok",) else found
-                else:
-                    self._connection.execute(schema.CHECK_FTS_INTEGRITY)
             except sqlite3.DatabaseError as exc:
                 name = getattr(exc, "sqlite_errorname", "") or ""
                 if name.startswith(("SQLITE_BUSY", "SQLITE_READONLY", "SQLITE_LOCKED")):
@@ -352,7 +371,7 @@ class MemoryStore:
                         exc, self._path, "check", self._busy_timeout
                     ) from None
                 problems += (f"{label}{exc}",)
-        return problems
+        return problems + lexical_index.differences(self._connection)
 
     def vector_index(self) -> VectorIndex:
         """The in-memory vector index, reloaded when this or another connection wrote.

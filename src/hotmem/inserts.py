@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
-from hotmem import schema
+from hotmem import lexical_index, schema
 from hotmem.errors import DuplicateMemoryError, ValidationError
 from hotmem.models import Memory
 from hotmem.rows import memory_row
@@ -83,6 +83,7 @@ def _insert_batch(
     if bulk:
         connection.execute(schema.INDEX_ROWS_AFTER, (after,))
         connection.execute(schema.RESUME_FTS)
+    lexical_index.index_grams(connection, ((m.memory_id, m.fact) for m in batch))
 
 
 def _rejected(

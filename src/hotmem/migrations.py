@@ -18,17 +18,20 @@ result equals a new store's (``tests/hotmem/test_storage.py`` does so for versio
 migration that changes a ``hotmem_meta`` value other than ``schema_version`` (a new FTS
 tokenizer) writes the new value itself and adds the key to ``storage._MIGRATED_KEYS``, so that
 an older store's value is not refused before the migration runs; a migration that changes how
-the full-text index tokenizes rebuilds it (``schema.REBUILD_FTS``).
+the full-text index tokenizes rebuilds it (``lexical_index.rebuild``).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import sys
 from collections.abc import Callable
 
-__all__ = ["MIGRATIONS", "Migration"]
+__all__ = ["MIGRATIONS", "Migration", "migrate"]
 
 Migration = Callable[[sqlite3.Connection], None]
+# Stores at least this large say on stderr that they are migrating (when it is a terminal).
+_ANNOUNCE_ROWS = 10_000
 
 
 def _defer_fts_during_bulk_writes(connection: sqlite3.Connection) -> None:
@@ -49,7 +52,80 @@ END"""
     )
 
 
+def _stemmed_words_and_cjk_grams(connection: sqlite3.Connection) -> None:
+    """2 -> 3: the word index gains the porter stemmer, CJK facts a character-gram index.
+
+    Only derived data changes (docs/snapshot-v2.md, "Derived indexes"): the full-text index is
+    dropped with its triggers, ``memories_fts`` (``porter unicode61 remove_diacritics 2``) and
+    ``memories_cjk`` are created, both are filled from the facts by this HotMem's rule
+    (``lexical_index.rebuild``), and the triggers are created again, the delete trigger now
+    also removing a memory's grams. Setup records the new ``fts_tokenizer`` afterwards.
+    """
+    from hotmem import lexical_index  # the index's contents are this HotMem's derivation
+
+    for trigger in ("memories_fts_insert", "memories_fts_delete", "memories_fts_update"):
+        connection.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    connection.execute("DROP TABLE IF EXISTS memories_fts")
+    connection.execute("DROP TABLE IF EXISTS memories_cjk")
+    connection.execute(
+        """CREATE VIRTUAL TABLE memories_fts USING fts5 (
+    fact,
+    content = 'memories',
+    content_rowid = 'rowid',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+)"""
+    )
+    connection.execute(
+        "CREATE VIRTUAL TABLE memories_cjk USING fts5 (grams, tokenize = 'unicode61')"
+    )
+    lexical_index.rebuild(connection)
+    connection.execute(
+        """CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories
+WHEN NOT EXISTS (SELECT 1 FROM hotmem_fts_deferred) BEGIN
+    INSERT INTO memories_fts (rowid, fact) VALUES (new.rowid, new.fact);
+END"""
+    )
+    connection.execute(
+        """CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, fact) VALUES ('delete', old.rowid, old.fact);
+    DELETE FROM memories_cjk WHERE rowid = old.rowid;
+END"""
+    )
+    connection.execute(
+        """CREATE TRIGGER memories_fts_update AFTER UPDATE OF fact ON memories
+BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, fact) VALUES ('delete', old.rowid, old.fact);
+    INSERT INTO memories_fts (rowid, fact) VALUES (new.rowid, new.fact);
+END"""
+    )
+
+
 #: from-version -> the migration to the next version.
 MIGRATIONS: dict[int, Migration] = {
     1: _defer_fts_during_bulk_writes,
+    2: _stemmed_words_and_cjk_grams,
 }
+
+
+def migrate(connection: sqlite3.Connection, found: int, to: int) -> None:
+    """Run ``MIGRATIONS[found]`` .. ``MIGRATIONS[to - 1]`` inside the caller's transaction.
+
+    A store of ``_ANNOUNCE_ROWS`` memories or more says so on stderr, when stderr is a
+    terminal: rebuilding its indexes takes a while (about a second per 100,000 memories).
+    """
+    if found >= to:
+        return
+    announce = sys.stderr.isatty() and (
+        connection.execute("SELECT count(*) FROM memories").fetchone()[0] >= _ANNOUNCE_ROWS
+    )
+    if announce:
+        print(
+            f"hotmem: migrating the store from schema {found} to {to} "
+            "(rebuilding its full-text indexes)...",
+            file=sys.stderr,
+            flush=True,
+        )
+    for step in range(found, to):
+        MIGRATIONS[step](connection)
+    if announce:
+        print(f"hotmem: store migrated to schema {to}", file=sys.stderr, flush=True)

@@ -4,17 +4,19 @@ Statements are kept one by one (``CREATE_TABLES``, ``FTS_TRIGGERS``) because sto
 them inside one transaction, and ``sqlite3``'s ``executescript`` would commit first.
 
 Primary data: ``hotmem_meta`` (what the store is) and ``memories``. Derived data, rebuilt from
-them whenever in doubt: the full-text index ``memories_fts``, its triggers and the secondary
-index. ``hotmem_fts_deferred`` is empty outside a bulk write (see ``CREATE_INSERT_TRIGGER``).
+them whenever in doubt: the lexical indexes (``memories_fts`` over the words, ``memories_cjk``
+over CJK character grams, ``lexical_index.py``), their triggers and the secondary index.
+``hotmem_fts_deferred`` is empty outside a bulk write (see ``CREATE_INSERT_TRIGGER``).
 """
 
 from __future__ import annotations
 
 from hotmem.embed import DIMENSION, MODEL_NAME
-from hotmem.fts import FTS_TOKENIZER
+from hotmem.fts import CJK_TOKENIZER, FTS_TOKENIZER, LEXICAL_INDEX
 
 __all__ = [
     "CHECK_FTS_INTEGRITY",
+    "CJK_SHADOW_TABLES",
     "CREATE_FTS_TRIGGERS",
     "CREATE_INSERT_TRIGGER",
     "CREATE_TABLES",
@@ -23,7 +25,6 @@ __all__ = [
     "FTS_TRIGGERS",
     "HOTMEM_OBJECTS",
     "INDEX_ROWS_AFTER",
-    "REBUILD_FTS",
     "RESUME_FTS",
     "SCHEMA_VERSION",
     "TABLES",
@@ -32,7 +33,8 @@ __all__ = [
 ]
 
 #: Version 2: the FTS insert trigger defers to ``hotmem_fts_deferred`` during bulk writes.
-SCHEMA_VERSION = 2
+#: Version 3: the porter stemmer in ``memories_fts`` and the CJK gram index ``memories_cjk``.
+SCHEMA_VERSION = 3
 
 #: name -> CREATE statement of every table and index, in creation order.
 TABLES = {
@@ -60,6 +62,11 @@ TABLES = {
     content_rowid = 'rowid',
     tokenize = '{FTS_TOKENIZER}'
 )""",
+    # The CJK grams of the facts with CJK letters (fts.cjk_index_text), keyed by memory rowid:
+    # written by the store with each batch, deleted by memories_fts_delete.
+    "memories_cjk": (
+        f"CREATE VIRTUAL TABLE memories_cjk USING fts5 (grams, tokenize = '{CJK_TOKENIZER}')"
+    ),
 }
 CREATE_TABLES = tuple(TABLES.values())
 
@@ -77,14 +84,13 @@ RESUME_FTS = "DELETE FROM hotmem_fts_deferred"
 INDEX_ROWS_AFTER = (
     "INSERT INTO memories_fts (rowid, fact) SELECT rowid, fact FROM memories WHERE rowid > ?"
 )
-# Re-index every memory from its row (the index is derived data).
-REBUILD_FTS = "INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')"
 
 #: name -> CREATE statement of every trigger (they keep ``memories_fts`` in sync).
 TRIGGERS = {
     "memories_fts_insert": CREATE_INSERT_TRIGGER,
     "memories_fts_delete": """CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
     INSERT INTO memories_fts (memories_fts, rowid, fact) VALUES ('delete', old.rowid, old.fact);
+    DELETE FROM memories_cjk WHERE rowid = old.rowid;
 END""",
     "memories_fts_update": """CREATE TRIGGER memories_fts_update AFTER UPDATE OF fact ON memories
 BEGIN
@@ -104,9 +110,17 @@ FTS_SHADOW_TABLES = (
     "memories_fts_docsize",
     "memories_fts_config",
 )
+#: Those of ``memories_cjk``, which holds its own content.
+CJK_SHADOW_TABLES = (
+    "memories_cjk_data",
+    "memories_cjk_idx",
+    "memories_cjk_content",
+    "memories_cjk_docsize",
+    "memories_cjk_config",
+)
 #: Every object a complete store of this version holds, as ``sqlite_master`` names them
 #: (SQLite's own ``sqlite_autoindex_*`` left out).
-HOTMEM_OBJECTS = frozenset((*TABLES, *FTS_SHADOW_TABLES, *TRIGGERS))
+HOTMEM_OBJECTS = frozenset((*TABLES, *FTS_SHADOW_TABLES, *CJK_SHADOW_TABLES, *TRIGGERS))
 
 # With rank 1, FTS5 also compares the index with the content table (memories.fact).
 CHECK_FTS_INTEGRITY = "INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)"
@@ -118,5 +132,5 @@ def expected_meta() -> dict[str, str]:
         "schema_version": str(SCHEMA_VERSION),
         "embedding_model": MODEL_NAME,
         "embedding_dimension": str(DIMENSION),
-        "fts_tokenizer": FTS_TOKENIZER,
+        "fts_tokenizer": LEXICAL_INDEX,
     }

@@ -15,7 +15,7 @@ from hotmem.db import MemoryStore
 from hotmem.embed import embed
 from hotmem.errors import MemoryNotFoundError, StoreError, ValidationError
 from hotmem.fields import lookup_text, unicode_breach
-from hotmem.fts import match_expression, query_terms
+from hotmem.fts import lexical_query
 from hotmem.fusion import (
     MIN_SIMILARITY,
     WEIGHTS,
@@ -25,6 +25,7 @@ from hotmem.fusion import (
     rank,
     score_candidates,
 )
+from hotmem.lexical import all_matches
 from hotmem.rows import tags_from_text
 from hotmem.vectors import VectorIndex
 
@@ -133,23 +134,22 @@ class Explanation:
         }
 
 
-# Every match in the whole index: scoping happens on positions afterwards, because a join on
-# identifier makes SQLite probe the FTS index once per row of the scope (measured 30x slower).
-BM25_SQL = "SELECT rowid, -bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?"
-
-
 def _lexical_positions(
     store: MemoryStore, index: VectorIndex, query: str, identifier: str | None
 ) -> dict[int, float]:
     """Raw BM25 (higher is better) of every memory in scope matching an informative term,
-    by its position in ``index``."""
-    expression = match_expression(query_terms(query))
-    if expression is None:
+    by its position in ``index``.
+
+    Every match of the whole store is read and scoped by position afterwards, because a join on
+    identifier makes SQLite probe the FTS index once per row of the scope (measured 30x slower).
+    """
+    terms = lexical_query(query)
+    if not terms:
         return {}
     position = index.position
     try:
         found = {
-            position[rowid]: raw for rowid, raw in store.connection.execute(BM25_SQL, (expression,))
+            position[rowid]: raw for rowid, raw in all_matches(store.connection, terms).items()
         }
     except KeyError as exc:  # read in the index's own transaction: the index is damaged
         raise StoreError(

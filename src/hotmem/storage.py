@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from hotmem import schema
+from hotmem import lexical_index, schema
 from hotmem.errors import StoreError
-from hotmem.migrations import MIGRATIONS
+from hotmem.migrations import migrate
 from hotmem.sqlerrors import translated
 
 __all__ = [
@@ -45,7 +45,7 @@ BUSY_TIMEOUT = 10.0
 # The WAL file is truncated to this size once checkpointed (a large import grows it).
 _JOURNAL_SIZE_LIMIT = 64 * 2**20
 # Keys whose stored value may differ from this version's until the migrations have run.
-_MIGRATED_KEYS = frozenset({"schema_version"})
+_MIGRATED_KEYS = frozenset({"schema_version", "fts_tokenizer"})
 
 Action = Literal["ready", "create", "reinitialise", "complete"]
 
@@ -250,9 +250,11 @@ def _create(connection: sqlite3.Connection, _found: Inspection) -> None:
 def _reinitialise(connection: sqlite3.Connection, found: Inspection) -> None:
     for name in sorted(found.objects & set(schema.TRIGGERS)):
         connection.execute(f"DROP TRIGGER {name}")
-    if "memories_fts" in found.objects:
-        connection.execute("DROP TABLE memories_fts")  # and its shadow tables
-    for name in (*schema.FTS_SHADOW_TABLES, "hotmem_fts_deferred", "memories", "hotmem_meta"):
+    for index in ("memories_fts", "memories_cjk"):
+        if index in found.objects:
+            connection.execute(f"DROP TABLE {index}")  # and its shadow tables
+    leftovers = (*schema.FTS_SHADOW_TABLES, *schema.CJK_SHADOW_TABLES)
+    for name in (*leftovers, "hotmem_fts_deferred", "memories", "hotmem_meta"):
         connection.execute(f"DROP TABLE IF EXISTS {name}")
     initialise(connection)
 
@@ -260,17 +262,22 @@ def _reinitialise(connection: sqlite3.Connection, found: Inspection) -> None:
 def _complete(connection: sqlite3.Connection, found: Inspection) -> None:
     meta = found.meta or {}
     version = int(meta.get("schema_version", schema.SCHEMA_VERSION))
-    fts = {"memories_fts", *schema.FTS_SHADOW_TABLES}
-    stale = found.deferred or not (fts | set(schema.TRIGGERS)) <= found.objects
-    for step in range(version, schema.SCHEMA_VERSION):
-        MIGRATIONS[step](connection)
+    indexes = {
+        "memories_fts": {"memories_fts", *schema.FTS_SHADOW_TABLES},
+        "memories_cjk": {"memories_cjk", *schema.CJK_SHADOW_TABLES},
+    }
+    lexical = set().union(*indexes.values())
+    stale = found.deferred or not (lexical | set(schema.TRIGGERS)) <= found.objects
+    migrate(connection, version, schema.SCHEMA_VERSION)
     now = inspect(connection)
-    if not fts <= now.objects:  # the index or one of its shadow tables is missing: recreate
-        if "memories_fts" in now.objects:
-            connection.execute("DROP TABLE memories_fts")
-        for name in schema.FTS_SHADOW_TABLES:
-            connection.execute(f"DROP TABLE IF EXISTS {name}")
-        now = inspect(connection)
+    for index, objects in indexes.items():
+        if not objects <= now.objects:  # the index or a shadow table is missing: recreate
+            if index in now.objects:
+                connection.execute(f"DROP TABLE {index}")
+            for name in objects - {index}:
+                connection.execute(f"DROP TABLE IF EXISTS {name}")
+            stale = True
+    now = inspect(connection)
     for name, sql in schema.TABLES.items():
         if name not in now.objects:
             connection.execute(sql)
@@ -280,7 +287,7 @@ def _complete(connection: sqlite3.Connection, found: Inspection) -> None:
             connection.execute(f"DROP TRIGGER IF EXISTS {name}")
             connection.execute(sql)
     if stale:
-        connection.execute(schema.REBUILD_FTS)
+        lexical_index.rebuild(connection)
     connection.execute(schema.RESUME_FTS)
     connection.executemany(
         "INSERT OR REPLACE INTO hotmem_meta (key, value) VALUES (?, ?)",

@@ -79,8 +79,8 @@ def test_output_validates_against_the_committed_schema(result: dict) -> None:
     assert result["schema_version"] == 1
     assert result["configuration"]["embedding"] == {"model": "hotmem-hash-v1", "dimension": 64}
     assert result["configuration"]["weights"] == {"cosine": 0.6, "bm25": 0.2, "importance": 0.2}
-    assert (result["fixture"]["memory_count"], result["fixture"]["query_count"]) == (150, 91)
-    assert result["transfer"]["equivalent_queries"] == result["transfer"]["total_queries"] == 91
+    assert (result["fixture"]["memory_count"], result["fixture"]["query_count"]) == (155, 98)
+    assert result["transfer"]["equivalent_queries"] == result["transfer"]["total_queries"] == 98
     assert result["transfer"]["fts_integrity"] == {"source": "ok", "hydrated": "ok"}
     assert result["transfer"]["verify"] == {"ok": True, "problems": []}
 
@@ -170,7 +170,7 @@ def test_repeated_runs_are_logically_identical(result: dict, tmp_path: Path) -> 
     assert main(["--output", str(again), "--repeat", "2"]) == 0
     second = json.loads(again.read_text())
     assert dumps(normalise(second)) == dumps(normalise(result))
-    assert second["timings"]["query_latency_ms"]["samples"] == 2 * 91
+    assert second["timings"]["query_latency_ms"]["samples"] == 2 * 98
 
 
 def test_invalid_fixture_exits_2_with_every_problem(tmp_path: Path) -> None:

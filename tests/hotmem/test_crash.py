@@ -83,7 +83,7 @@ def assert_works(path: Path, *, memories: set[str]) -> None:
         assert {m.memory_id for m in store} == memories
         assert store.check_integrity() == ()
         store.add("Tungsten kettles boil at noon.", identifier="acme", memory_id="m-new")
-        assert [r.memory_id for r in hotmem.search_memories(store, "tungsten kettle")] == ["m-new"]
+        assert [r.memory_id for r in hotmem.search_memories(store, "tungsten noon")] == ["m-new"]
         # Found by its words, not only by its vector: the full-text index has it.
         assert hotmem.explain(store, "tungsten", "m-new").components.lexical_match
         assert store.check_integrity() == ()

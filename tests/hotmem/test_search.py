@@ -56,12 +56,13 @@ def count_cosine(a: str, b: str) -> float:
 
 
 def test_worked_example_by_hand(example_store: MemoryStore) -> None:
-    # Query terms after stopwords: approves, large, invoices, eur, 5, 000. Token counts of the
-    # six facts are 9, 11, 8, 10, 5, 5 (avgdl 8). "invoices", "eur" and "000" occur in 2 of 6
-    # facts, "5" in 1; "approves" and "large" in none.
-    bm25_invoice = 3 * fts5_bm25(1, 9, 8.0, 2, 6) + fts5_bm25(1, 9, 8.0, 1, 6)
+    # Query terms after stopwords: approves, large, invoices, eur, 5, 000, stemmed by porter to
+    # approv, larg, invoic, eur, 5, 000. Token counts of the six facts are 9, 11, 8, 10, 5, 5
+    # (avgdl 8). "invoic", "eur" and "000" occur in 2 of 6 facts, "5" and "approv" (of
+    # "approvals") in 1; "larg" in none.
+    bm25_invoice = 3 * fts5_bm25(1, 9, 8.0, 2, 6) + 2 * fts5_bm25(1, 9, 8.0, 1, 6)
     bm25_beta = 3 * fts5_bm25(1, 10, 8.0, 2, 6)
-    assert bm25_invoice == pytest.approx(2.913650, abs=1e-6)
+    assert bm25_invoice == pytest.approx(4.149724, abs=1e-6)
     assert bm25_beta == pytest.approx(1.599749, abs=1e-6)
 
     results = search_memories(example_store, QUERY, limit=6)
@@ -78,9 +79,9 @@ def test_worked_example_by_hand(example_store: MemoryStore) -> None:
     # The numbers printed in docs/ranking.md.
     assert round(first.components.cosine, 4) == 0.7395
     assert round(second.components.cosine, 4) == 0.5874
-    assert round(second.components.bm25_normalised, 4) == 0.5491
+    assert round(second.components.bm25_normalised, 4) == 0.3855
     assert round(first.score, 4) == 0.7437
-    assert round(second.score, 4) == 0.5622
+    assert round(second.score, 4) == 0.5295
     # m-paid has the highest importance but no lexical match and cosine 0.1363 < floor.
     paid = explain(example_store, QUERY, "m-paid")
     assert round(paid.components.cosine, 4) == 0.1363
@@ -149,9 +150,9 @@ def test_bm25_normalisation_edge_cases(
 
 def test_no_lexical_match_leaves_cosine_and_importance(store: MemoryStore) -> None:
     store.add("copper kettle", identifier="a", memory_id="m-1", importance=0.25)
-    [result] = search_memories(store, "copper kettles!")  # "kettles" is not the token "kettle"
-    assert result.components.bm25_raw is not None  # "copper" matches
-    [result] = search_memories(store, "coppers kettles")
+    [result] = search_memories(store, "coppers kettles!")  # stems "copper" and "kettl" match
+    assert result.components.bm25_raw is not None
+    [result] = search_memories(store, "coper ketle")  # misspelt: no shared stem, close trigrams
     assert result.components.bm25_raw is None
     assert result.score == 0.6 * result.components.cosine + 0.2 * 0.0 + 0.2 * 0.25
 

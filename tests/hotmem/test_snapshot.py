@@ -86,7 +86,7 @@ def test_package_layout_and_manifest(tmp_path: Path) -> None:
         "embedding": {"dimension": 64, "dtype": "float32-le", "model": "hotmem-hash-v1"},
         "format": "hotmem-snapshot",
         "format_version": 2,
-        "fts": {"columns": ["fact"], "tokenizer": "unicode61 remove_diacritics 2"},
+        "fts": {"columns": ["fact"], "tokenizer": hotmem.LEXICAL_INDEX},
         "members": members,
         "record_count": 7,
     }

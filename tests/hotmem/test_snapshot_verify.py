@@ -209,8 +209,12 @@ CASES: dict[str, tuple[Callable[[Members], Members], list[tuple[str, str]]]] = {
         edit_manifest(embedding__dtype="float16-le"),
         [(MANIFEST, "embedding-dtype")],
     ),
-    "incompatible FTS tokenizer": (
-        edit_manifest(fts__tokenizer="porter unicode61"),
+    "FTS tokenizer not a name": (
+        edit_manifest(fts__tokenizer=["porter"]),
+        [(MANIFEST, "fts-tokenizer")],
+    ),
+    "FTS tokenizer empty": (
+        edit_manifest(fts__tokenizer=""),
         [(MANIFEST, "fts-tokenizer")],
     ),
     "incompatible FTS columns": (

@@ -155,7 +155,8 @@ def test_a_deferral_row_left_behind_is_cleared_and_the_index_rebuilt(tmp_path: P
 def _newer(path: Path) -> None:
     hotmem.open_store(path).close()
     connection = sqlite3.connect(path)
-    connection.execute("UPDATE hotmem_meta SET value = '3' WHERE key = 'schema_version'")
+    newer = str(schema.SCHEMA_VERSION + 1)
+    connection.execute("UPDATE hotmem_meta SET value = ? WHERE key = 'schema_version'", (newer,))
     connection.commit()
     connection.close()
 
@@ -176,13 +177,14 @@ def _memories_without_meta(path: Path) -> None:
     [
         (
             _newer,
-            "was written by a newer HotMem: expected schema_version at most 2, "
-            "found schema_version='3'",
+            "was written by a newer HotMem: expected schema_version at most "
+            f"{schema.SCHEMA_VERSION}, found schema_version='{schema.SCHEMA_VERSION + 1}'",
         ),
         (_foreign_beside_half_store, "is a SQLite database but not a HotMem store"),
         (
             _memories_without_meta,
-            "is incompatible: expected schema_version='2', found schema_version=None",
+            f"is incompatible: expected schema_version='{schema.SCHEMA_VERSION}', "
+            "found schema_version=None",
         ),
     ],
 )
@@ -254,7 +256,7 @@ def test_plan_decides_what_setup_does(found: storage.Inspection, action: str) ->
         ),
         (
             _inspection(meta={**schema.expected_meta(), "schema_version": "two"}),
-            "expected schema_version='2', found schema_version='two'",
+            f"expected schema_version='{schema.SCHEMA_VERSION}', found schema_version='two'",
         ),
         (
             _inspection(meta={"schema_version": "1"}, triggers={}),

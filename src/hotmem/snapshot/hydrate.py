@@ -23,7 +23,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from hotmem import schema, storage
+from hotmem import lexical_index, schema, storage
 from hotmem.embed import VECTOR_BYTES
 from hotmem.errors import HydrationError, VerificationError
 from hotmem.snapshot._files import (
@@ -43,7 +43,6 @@ _INSERT = (
     "INSERT INTO memories (memory_id, identifier, fact, importance, tags, created_at, embedding) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
-_REBUILD_FTS = "INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')"
 # json.dumps' own C string encoder (no ASCII escaping).
 _quote = json.encoder.encode_basestring
 _SIDE_FILES = ("-journal", "-wal", "-shm")
@@ -191,8 +190,9 @@ def _open_empty(temporary: Path) -> tuple[sqlite3.Connection, list[str]]:
 def _finish(connection: sqlite3.Connection, indexes: list[str]) -> None:
     for sql in indexes:  # the schema's own text, so the store's schema is unchanged
         connection.execute(sql)
-    # One rebuild indexes exactly the rows loaded, as the source's index held them.
-    connection.execute(_REBUILD_FTS)
+    # The lexical indexes are derived: built by this code from the facts loaded, whatever
+    # tokenizer the package's source used (docs/snapshot-v2.md, "Derived indexes").
+    lexical_index.rebuild(connection)
     connection.execute("COMMIT")
     connection.executescript(schema.CREATE_FTS_TRIGGERS)
 

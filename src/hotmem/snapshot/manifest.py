@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from hotmem.embed import DIMENSION, MODEL_NAME, VECTOR_BYTES
-from hotmem.fts import FTS_TOKENIZER
+from hotmem.fts import LEXICAL_INDEX
 from hotmem.snapshot import format as fmt
 from hotmem.snapshot.format import SnapshotProblem
 
@@ -25,6 +25,7 @@ _KEYS = frozenset(
 _MEMBER_KEYS = frozenset({"name", "records", "sha256", "size"})
 _HEX = frozenset("0123456789abcdef")
 _Add = Callable[..., None]
+_MAX_TOKENIZER = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +81,7 @@ def manifest_bytes(record_count: int, members: Sequence[MemberMeta]) -> bytes:
         "embedding": {"dimension": DIMENSION, "dtype": fmt.VECTOR_DTYPE, "model": MODEL_NAME},
         "format": fmt.FORMAT_NAME,
         "format_version": fmt.FORMAT_VERSION,
-        "fts": {"columns": list(fmt.FTS_COLUMNS), "tokenizer": FTS_TOKENIZER},
+        "fts": {"columns": list(fmt.FTS_COLUMNS), "tokenizer": LEXICAL_INDEX},
         "members": [m.to_dict() for m in members],
         "record_count": record_count,
     }
@@ -165,8 +166,12 @@ def _check_fts(value: object, add: _Add) -> None:
     if not isinstance(value, dict) or value.keys() != {"columns", "tokenizer"}:
         add("manifest", "fts as {columns, tokenizer}", repr(value)[:200])
         return
-    if value["tokenizer"] != FTS_TOKENIZER:
-        add("fts-tokenizer", repr(FTS_TOKENIZER), repr(value["tokenizer"]))
+    # Any name is accepted: the index is derived data, rebuilt by the target's own code
+    # (docs/snapshot-v2.md, "Derived indexes"); the name only says what the source built.
+    tokenizer = value["tokenizer"]
+    if not isinstance(tokenizer, str) or not 0 < len(tokenizer) <= _MAX_TOKENIZER:
+        expected = f"the name of the source's lexical index (text of 1..{_MAX_TOKENIZER} chars)"
+        add("fts-tokenizer", expected, repr(tokenizer)[:200])
     if value["columns"] != list(fmt.FTS_COLUMNS):
         add("fts-columns", repr(list(fmt.FTS_COLUMNS)), repr(value["columns"]))
 

@@ -1,0 +1,141 @@
+"""The lexical channel's queries: BM25 of a query's matches, whole or for chosen memories.
+
+A memory's raw BM25 for a query is FTS5's ``bm25()`` over the word index plus, when the query
+has CJK grams, ``bm25()`` over the CJK index (``docs/ranking.md``). Three ways to read it, all
+giving the same bits for a memory:
+
+- :func:`all_matches`: every match in the store (the exhaustive channel);
+- :func:`matches_among`: only chosen memories, in one statement per table. The rowid test is
+  an expression (``+rowid``), not an index constraint, so FTS5 runs the query once, computes
+  its IDFs once, and ``bm25()`` runs only for the rows kept; a rowid equality would restart the
+  query, IDFs included, for every memory;
+- :func:`phrase_scores`: one term's contribution to every memory matching it.
+
+:func:`phrase_counts` gives how many memories match each term, from which an upper bound of the
+term's contribution follows (``topk.py``). The SQL text is built here, apart from running it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from hotmem.fts import LexicalQuery, match_expression
+
+__all__ = [
+    "Phrase",
+    "all_matches",
+    "matches_among",
+    "phrase_counts",
+    "phrase_scores",
+    "phrases",
+    "table_rows",
+]
+
+Table = Literal["memories_fts", "memories_cjk"]
+_TABLES: tuple[Table, ...] = ("memories_fts", "memories_cjk")
+
+
+def bm25_sql(table: Table) -> str:
+    """Every match of a ``MATCH`` expression with its raw BM25 (higher is better)."""
+    return f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ?"
+
+
+def among_sql(table: Table) -> str:
+    """The matches among the rowids of a JSON array, with their raw BM25."""
+    return f"{bm25_sql(table)} AND +rowid IN (SELECT value FROM json_each(?))"
+
+
+def count_sql(table: Table) -> str:
+    """How many rows match a ``MATCH`` expression (no BM25 is computed)."""
+    return f"SELECT count(*) FROM {table} WHERE {table} MATCH ?"
+
+
+def rows_sql(table: Table) -> str:
+    """The number of rows an index holds (FTS5's N in its IDF), from its docsize shadow table
+    (a count over the FTS5 table itself would read every fact)."""
+    return f"SELECT count(*) FROM {table}_docsize"
+
+
+@dataclass(frozen=True, slots=True)
+class Phrase:
+    """One query term in one table, as FTS5's ``bm25()`` sees it: a phrase of the query."""
+
+    table: Table
+    term: str
+
+    @property
+    def expression(self) -> str:
+        """The ``MATCH`` expression of this phrase alone."""
+        return match_expression([self.term]) or ""
+
+
+def phrases(query: LexicalQuery) -> list[Phrase]:
+    """The phrases of ``query``: its words over the word index, then its grams over the CJK
+    index, in query order."""
+    return [Phrase("memories_fts", w) for w in query.words] + [
+        Phrase("memories_cjk", g) for g in query.grams
+    ]
+
+
+def _expressions(query: LexicalQuery) -> Iterable[tuple[Table, str]]:
+    for table, expression in zip(
+        _TABLES, (query.words_expression, query.grams_expression), strict=True
+    ):
+        if expression is not None:
+            yield table, expression
+
+
+def all_matches(connection: sqlite3.Connection, query: LexicalQuery) -> dict[int, float]:
+    """rowid -> raw BM25 of every memory matching a term of ``query``.
+
+    A memory matching words and CJK grams sums both tables' BM25 (BM25 is a sum over query
+    terms), the word index first.
+    """
+    found: dict[int, float] = {}
+    for table, expression in _expressions(query):
+        rows = connection.execute(bm25_sql(table), (expression,))
+        if not found:
+            found = dict(rows)
+            continue
+        for rowid, raw in rows:
+            found[rowid] = found.get(rowid, 0.0) + raw
+    return found
+
+
+def matches_among(
+    connection: sqlite3.Connection, query: LexicalQuery, rowids: Collection[int]
+) -> dict[int, float]:
+    """What :func:`all_matches` gives, for the memories of ``rowids`` only (the same bits)."""
+    if not rowids:
+        return {}
+    chosen = json.dumps(sorted(rowids))
+    found: dict[int, float] = {}
+    for table, expression in _expressions(query):
+        rows = connection.execute(among_sql(table), (expression, chosen))
+        if not found:
+            found = dict(rows)
+            continue
+        for rowid, raw in rows:
+            found[rowid] = found.get(rowid, 0.0) + raw
+    return found
+
+
+def phrase_counts(connection: sqlite3.Connection, terms: Iterable[Phrase]) -> list[int]:
+    """How many memories match each phrase."""
+    return [
+        int(connection.execute(count_sql(p.table), (p.expression,)).fetchone()[0]) for p in terms
+    ]
+
+
+def phrase_scores(connection: sqlite3.Connection, phrase: Phrase) -> dict[int, float]:
+    """rowid -> the contribution of ``phrase`` to the raw BM25 of every memory matching it."""
+    return dict(connection.execute(bm25_sql(phrase.table), (phrase.expression,)))
+
+
+def table_rows(connection: sqlite3.Connection, table: Table) -> int:
+    """The number of rows of one lexical index."""
+    return int(connection.execute(rows_sql(table)).fetchone()[0])

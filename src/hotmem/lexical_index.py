@@ -1,0 +1,78 @@
+"""The derived lexical indexes: writing a memory's CJK grams, rebuilding, checking.
+
+The word index ``memories_fts`` follows the facts through its triggers (``schema.TRIGGERS``).
+The CJK gram index ``memories_cjk`` holds the grams ``fts.cjk_index_text`` derives from a
+fact, which SQL cannot compute, so the store writes them with each batch of memories
+(:func:`index_grams`) and the delete trigger removes them. Both are derived data: a
+migration, a hydration or :func:`rebuild` re-derives them from the facts with this code.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+
+from hotmem.fts import cjk_index_text
+
+__all__ = ["CHECK_CJK_INTEGRITY", "differences", "index_grams", "rebuild"]
+
+# The CJK grams of one memory, by memory_id (its rowid was assigned by the insert before).
+_INSERT_BY_ID = (
+    "INSERT INTO memories_cjk (rowid, grams) SELECT rowid, ? FROM memories WHERE memory_id = ?"
+)
+_INSERT = "INSERT INTO memories_cjk (rowid, grams) VALUES (?, ?)"
+_FACTS = "SELECT rowid, fact FROM memories"
+_REBUILD_WORDS = "INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')"
+#: FTS5's own check of the CJK index (a write statement, like the word index's check).
+CHECK_CJK_INTEGRITY = "INSERT INTO memories_cjk (memories_cjk) VALUES ('integrity-check')"
+
+
+def _grams(fact: str) -> str | None:
+    # Most facts are ASCII, and ASCII has no CJK letter: skip the regular expression.
+    return None if fact.isascii() else cjk_index_text(fact)
+
+
+def index_grams(connection: sqlite3.Connection, memories: Iterable[tuple[str, str]]) -> None:
+    """Write the CJK grams of the ``(memory_id, fact)`` pairs just inserted that have any."""
+    rows: Iterator[tuple[str, str]] = (
+        (grams, memory_id) for memory_id, fact in memories if (grams := _grams(fact)) is not None
+    )
+    connection.executemany(_INSERT_BY_ID, rows)
+
+
+def _expected(connection: sqlite3.Connection) -> dict[int, str]:
+    return {
+        rowid: grams
+        for rowid, fact in connection.execute(_FACTS)
+        if (grams := _grams(fact)) is not None
+    }
+
+
+def rebuild(connection: sqlite3.Connection) -> None:
+    """Rebuild both lexical indexes from the facts, inside the caller's transaction."""
+    connection.execute(_REBUILD_WORDS)
+    connection.execute("DELETE FROM memories_cjk")
+    connection.executemany(_INSERT, sorted(_expected(connection).items()))
+
+
+def differences(connection: sqlite3.Connection) -> tuple[str, ...]:
+    """How the CJK gram index differs from the grams of the facts, one line per kind."""
+    try:
+        found = dict(connection.execute("SELECT rowid, grams FROM memories_cjk"))
+    except sqlite3.DatabaseError as exc:
+        return (f"CJK index: {exc}",)
+    expected = _expected(connection)
+    kinds = (
+        ("missing", sorted(expected.keys() - found.keys())),
+        ("not memories", sorted(found.keys() - expected.keys())),
+        (
+            "other grams",
+            sorted(r for r in expected.keys() & found.keys() if expected[r] != found[r]),
+        ),
+    )
+    return tuple(
+        f"CJK index: {len(rowids)} row(s) {kind} (first rowid {rowids[0]}); expected the grams "
+        "of each fact with CJK letters (MemoryStore.rebuild_lexical_index() rebuilds them)"
+        for kind, rowids in kinds
+        if rowids
+    )
