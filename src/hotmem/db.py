@@ -7,16 +7,18 @@ every ``sqlite3.Error`` reaches the caller as a :class:`~hotmem.errors.StoreErro
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 from hotmem import inserts, lexical_index, schema, sqlerrors, storage
-from hotmem.errors import MemoryNotFoundError, ValidationError
+from hotmem.embedders import install_hint
+from hotmem.errors import MemoryNotFoundError, MissingExtraError, ValidationError
 from hotmem.fields import lookup_text, shown
 from hotmem.inserts import ADD_BATCH
 from hotmem.models import Clock, Memory, make_memory, memory_from_mapping, system_clock
@@ -44,6 +46,31 @@ def _checked_timeout(busy_timeout: object) -> float:
     return float(busy_timeout)
 
 
+#: How a store scans vectors: ``"auto"`` uses numpy when it is importable (the ``fast`` extra),
+#: ``"numpy"`` requires it, ``"off"`` never uses it. Results are identical either way.
+Accelerator = Literal["auto", "numpy", "off"]
+_ACCELERATORS = get_args(Accelerator)
+
+
+def _accelerated(accelerator: object) -> bool:
+    if accelerator not in _ACCELERATORS:
+        raise ValidationError(
+            f"accelerator must be one of {', '.join(map(repr, _ACCELERATORS))}; "
+            f"found accelerator={shown(accelerator)}"
+        )
+    if accelerator == "off":
+        return False
+    available = importlib.util.find_spec("numpy") is not None  # found, not imported
+    if accelerator == "numpy" and not available:
+        raise MissingExtraError(
+            "accelerator='numpy' needs the 'fast' extra, which is not installed (missing "
+            f"module: numpy); install it with {install_hint('fast')}",
+            extra="fast",
+            missing=("numpy",),
+        )
+    return available
+
+
 class MemoryStore:
     """A HotMem store. Use :func:`open_store` to get one; it is a context manager."""
 
@@ -53,10 +80,12 @@ class MemoryStore:
         *,
         clock: Clock = system_clock,
         busy_timeout: float = storage.BUSY_TIMEOUT,
+        accelerator: Accelerator = "auto",
     ) -> None:
         self._path = os.fspath(path)
         self._clock = clock
         self._busy_timeout = _checked_timeout(busy_timeout)
+        self._accelerated = _accelerated(accelerator)
         self._connection = storage.connect(self._path, busy_timeout=self._busy_timeout)
         self._index: VectorIndex | None = None
         self._index_version: int | None = None
@@ -71,6 +100,11 @@ class MemoryStore:
     def path(self) -> str:
         """The path this store was opened at (``":memory:"`` for an in-memory store)."""
         return self._path
+
+    @property
+    def accelerated(self) -> bool:
+        """Whether searches scan vectors with numpy (``open_store``'s ``accelerator``)."""
+        return self._accelerated
 
     @property
     def connection(self) -> sqlite3.Connection:
@@ -398,17 +432,22 @@ def open_store(
     *,
     clock: Clock = system_clock,
     busy_timeout: float = storage.BUSY_TIMEOUT,
+    accelerator: Accelerator = "auto",
 ) -> MemoryStore:
     """Open (creating if needed) the HotMem store at ``path``; ``":memory:"`` is allowed.
 
     Only ``path`` (and, beside it, SQLite's ``-wal`` and ``-shm`` files while the store is
     open) is touched. ``clock`` supplies ``created_at`` for memories added without one.
     ``busy_timeout`` is how many seconds a write waits for another connection's write lock.
+    ``accelerator`` chooses the vector scan: ``"auto"`` (numpy when installed, the ``fast``
+    extra), ``"numpy"`` or ``"off"``; search results are bit-identical whichever runs.
     Several processes may open one store at once (``docs/concurrency.md``); a store left
     half set up by a killed process is completed, and one of an older schema migrated.
 
     Raises:
-        ValidationError: ``busy_timeout`` is not a number of seconds in [0, 86400].
+        ValidationError: ``busy_timeout`` is not a number of seconds in [0, 86400], or
+            ``accelerator`` is not one of the three.
+        MissingExtraError: ``accelerator="numpy"`` without numpy installed.
         StoreError: the path cannot be opened or is not a compatible HotMem store.
     """
-    return MemoryStore(path, clock=clock, busy_timeout=busy_timeout)
+    return MemoryStore(path, clock=clock, busy_timeout=busy_timeout, accelerator=accelerator)

@@ -11,8 +11,8 @@
     ├── SnapshotError                a snapshot package cannot be written, read or trusted
     │   ├── VerificationError        verification found problems (carries the report)
     │   └── HydrationError           the target cannot be hydrated (not empty, incompatible)
-    └── EmbedderError                an embedder cannot be loaded (model files missing or altered)
-        └── MissingExtraError        an optional extra is not installed (names the extra)
+    ├── EmbedderError                an embedder cannot be loaded (model files missing or altered)
+    └── MissingExtraError            an optional extra is not installed (names the extra)
 
 Messages say what was expected and what was found.
 """
@@ -83,7 +83,7 @@ class EmbedderError(HotmemError):
     """An embedder cannot be loaded: a model file is missing, unreadable or not the pinned one."""
 
 
-class MissingExtraError(EmbedderError):
+class MissingExtraError(HotmemError):
     """An optional capability needs an extra that is not installed.
 
     Attributes:

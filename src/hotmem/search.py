@@ -22,11 +22,11 @@ from hotmem.fusion import (
     Weights,
     is_candidate,
     normalise_bm25,
-    rank,
     score_candidates,
 )
 from hotmem.lexical import all_matches
 from hotmem.rows import tags_from_text
+from hotmem.topk import Rule, Search, top_k
 from hotmem.vectors import VectorIndex
 
 __all__ = [
@@ -134,6 +134,14 @@ class Explanation:
         }
 
 
+def _damaged(store: MemoryStore, exc: KeyError) -> StoreError:
+    return StoreError(
+        f"store {store.path!r} is damaged: expected every full-text index entry to belong "
+        f"to a memory, found rowid={exc.args[0]} in the index only; check_integrity() "
+        "lists the problems"
+    )
+
+
 def _lexical_positions(
     store: MemoryStore, index: VectorIndex, query: str, identifier: str | None
 ) -> dict[int, float]:
@@ -234,30 +242,37 @@ def _search(
     weights: Weights,
 ) -> list[SearchResult]:
     index = store.vector_index()
-    positions = index.scope(identifier)
-    if not positions:
+    scope = index.scope(identifier)
+    if not scope:
         return []
-    scan = index.scan(embed(query), positions)
-    cosines = scan.at_least(min_similarity)
-    lexical = _lexical_positions(store, index, query, identifier)
-    for p in lexical:
-        if p not in cosines:
-            cosines[p] = scan.cosine(p)
-    scored = score_candidates(cosines, lexical, index.importances, weights=weights)
-    best_bm25 = max(lexical.values(), default=0.0)
+    scan = index.scan(embed(query), scope, accelerated=store.accelerated)
+    search = Search(
+        scan=scan,
+        scope=scope,
+        position=index.position,
+        rowids=index.rowids,
+        importances=index.importances,
+        memory_ids=index.memory_ids,
+        rule=Rule(weights, min_similarity),
+        limit=limit,
+    )
+    try:
+        ranked = top_k(store.connection, lexical_query(query), search)
+    except KeyError as exc:  # read in the index's own transaction: the index is damaged
+        raise _damaged(store, exc) from None
     # Components are built for the winners alone.
     winners = [
         (
             score,
             index.rowids[p],
             ScoreComponents(
-                cosine=cosines[p],
-                bm25_raw=lexical.get(p),
-                bm25_normalised=normalise_bm25(lexical.get(p), best_bm25),
+                cosine=ranked.cosines[p],
+                bm25_raw=ranked.raws.get(p),
+                bm25_normalised=normalise_bm25(ranked.raws.get(p), ranked.best),
                 importance=index.importances[p],
             ),
         )
-        for score, p in rank(scored, index.memory_ids, limit)
+        for score, p in ranked.top
     ]
     return _materialise(store, winners)
 

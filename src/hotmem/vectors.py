@@ -18,14 +18,14 @@ import math
 import sqlite3
 import struct
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import itemgetter, le
-from typing import Any
+from typing import Any, Protocol
 
 from hotmem.embed import DIMENSION, VECTOR_BYTES
 
-__all__ = ["DamagedRowError", "VectorIndex", "cosine"]
+__all__ = ["CosineScan", "DamagedRowError", "Scan", "VectorIndex", "cosine"]
 
 _FORMAT = struct.Struct(f"<{DIMENSION}f")
 _ZERO_BLOB = bytes(VECTOR_BYTES)
@@ -113,6 +113,8 @@ class VectorIndex:
     vectors: bytes
     zero: frozenset[int]
     position: dict[int, int]
+    #: The vectors as a numpy matrix, made on the first accelerated scan (shares their bytes).
+    matrix: Any = field(default=None, repr=False)
 
     @classmethod
     def load(cls, connection: sqlite3.Connection) -> VectorIndex:
@@ -159,15 +161,37 @@ class VectorIndex:
             bisect_left(self.identifiers, identifier), bisect_right(self.identifiers, identifier)
         )
 
-    def scan(self, query: tuple[float, ...], positions: range) -> Scan:
-        """Measure the distance from ``query`` to every vector in ``positions`` (in C)."""
+    def scan(
+        self, query: tuple[float, ...], positions: range, *, accelerated: bool = False
+    ) -> CosineScan:
+        """The cosines from ``query`` to every vector in ``positions``: distances measured in C,
+        or, ``accelerated``, a numpy pre-filter with exact cosines on demand (the same values;
+        ``accelerator.py``)."""
         if query == _ZERO:
             return Scan(positions.start, len(positions), None, self.zero)
+        if accelerated:
+            from hotmem import accelerator  # numpy loads on first use
+
+            if self.matrix is None:
+                self.matrix = accelerator.matrix_of(self.vectors)
+            return accelerator.scan(self.vectors, self.matrix, query, positions, self.zero)
         window = memoryview(self.vectors)[
             positions.start * VECTOR_BYTES : positions.stop * VECTOR_BYTES
         ]
         distances = list(map(_dist, _FORMAT.iter_unpack(window), repeat(query)))
         return Scan(positions.start, len(positions), distances, self.zero)
+
+
+class CosineScan(Protocol):
+    """The cosines from one query to the vectors of a scope (``Scan``, ``MatrixScan``)."""
+
+    def cosine(self, position: int) -> float:
+        """The exact cosine of the vector at ``position`` (inside the scope)."""
+        ...
+
+    def at_least(self, floor: float) -> dict[int, float]:
+        """Positions whose exact cosine is ``>= floor``, with their cosine."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -232,6 +232,9 @@ READ_ONLY = textwrap.dedent(
     import os, sys
     import hotmem, hotmem.cli
     hotmem.cli.build_parser().format_help()  # argparse's own lazy imports, while still allowed
+    import importlib.util
+    if importlib.util.find_spec("numpy"):  # the vector accelerator's, too
+        import hotmem.accelerator
     if os.geteuid() == 0:  # root ignores permissions: drop to nobody once imports are done
         os.setgid(65534)
         os.setuid(65534)

@@ -20,7 +20,8 @@ PROBE = textwrap.dedent(
     before = set(sys.modules)
     import hotmem
     with tempfile.TemporaryDirectory() as tmp:
-        with hotmem.open_store(pathlib.Path(tmp) / "s.db") as store:
+        # accelerator="off": numpy, when installed, is the one module a search may load.
+        with hotmem.open_store(pathlib.Path(tmp) / "s.db", accelerator="off") as store:
             store.add("Invoices need two approvals.", identifier="acme")
             hotmem.search_memories(store, "invoice approvals", identifier="acme")
             hotmem.explain(store, "invoice", store.get(next(iter(store)).memory_id).memory_id)
@@ -45,6 +46,26 @@ def test_importing_and_using_hotmem_loads_only_the_standard_library() -> None:
         [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True
     )
     assert completed.stdout.split() == []
+
+
+ACCELERATOR_PROBE = textwrap.dedent(
+    """
+    import sys
+    import hotmem
+    with hotmem.open_store(":memory:") as store:
+        store.add("Invoices need two approvals.", identifier="acme")
+        before = "numpy" in sys.modules
+        hotmem.search_memories(store, "invoice approvals")
+        print(store.accelerated, before, "numpy" in sys.modules)
+    """
+)
+
+
+def test_numpy_loads_on_the_first_accelerated_search_only() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-c", ACCELERATOR_PROBE], capture_output=True, text=True, check=True
+    )
+    assert completed.stdout.split() == ["True", "False", "True"]
 
 
 def isort_style(name: str) -> tuple[int, str]:

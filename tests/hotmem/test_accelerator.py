@@ -1,0 +1,75 @@
+"""The numpy vector scan gives the stdlib scan's exact cosines: the same results, bit for bit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import hotmem
+from hotmem.embed import embed
+
+pytest.importorskip("numpy")  # in the dev group; tests/hotmem/test_without_extras.py covers absence
+
+WORDS = ["invoice", "approval", "deploy", "tuesday", "badge", "kettle", "copper", "雪", "東京", "!"]
+facts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
+
+
+def _results(
+    path: Path, accelerator: str, query: str, **options: object
+) -> list[dict[str, object]]:
+    with hotmem.open_store(path, accelerator=accelerator) as store:  # type: ignore[arg-type]
+        assert store.accelerated == (accelerator == "numpy")
+        return [r.to_dict() for r in hotmem.search_memories(store, query, **options)]
+
+
+@given(
+    rows=st.lists(st.tuples(facts, st.sampled_from(["a", "b"])), min_size=1, max_size=30),
+    query=st.lists(st.sampled_from([*WORDS, "zzz"]), min_size=1, max_size=3).map(" ".join),
+    identifier=st.sampled_from([None, "a"]),
+    limit=st.sampled_from([1, 5, 40]),
+    floor=st.sampled_from([-1.0, 0.0, 0.2, 0.4, 1.0]),
+)
+@example(rows=[("!", "a")], query="!", identifier=None, limit=5, floor=-1.0)  # zero vectors
+def test_both_scans_rank_alike_to_the_bit(
+    tmp_path_factory: pytest.TempPathFactory,
+    rows: list[tuple[str, str]],
+    query: str,
+    identifier: str | None,
+    limit: int,
+    floor: float,
+) -> None:
+    path = tmp_path_factory.mktemp("store") / "s.db"
+    with hotmem.open_store(path, accelerator="off") as store:
+        store.add_many(
+            [
+                {"fact": f, "identifier": i, "memory_id": f"m-{n:03d}"}
+                for n, (f, i) in enumerate(rows)
+            ]
+        )
+    options = {"identifier": identifier, "limit": limit, "min_similarity": floor}
+    assert _results(path, "numpy", query, **options) == _results(path, "off", query, **options)
+
+
+def test_the_numpy_scan_keeps_exactly_the_stdlib_positions(tmp_path: Path) -> None:
+    # Thresholds at the exact cosines of stored vectors: the pre-filter's margin must keep them.
+    with hotmem.open_store(":memory:", accelerator="numpy") as store:
+        store.add_many(
+            [{"fact": f"copper kettle number {i}", "identifier": "a"} for i in range(300)]
+        )
+        index = store.vector_index()
+        query = embed("copper kettles")
+        stdlib = index.scan(query, index.scope(None))
+        accelerated = index.scan(query, index.scope(None), accelerated=True)
+        cosines = sorted({stdlib.cosine(p) for p in range(len(index))})
+        for floor in [-1.0, 0.0, *cosines[:: len(cosines) // 20 or 1], cosines[-1], 1.0]:
+            assert accelerated.at_least(floor) == stdlib.at_least(floor)
+        for p in range(len(index)):
+            assert accelerated.cosine(p) == stdlib.cosine(p)
+
+
+def test_an_unknown_accelerator_is_refused() -> None:
+    with pytest.raises(hotmem.ValidationError, match="accelerator must be one of 'auto'"):
+        hotmem.open_store(":memory:", accelerator="gpu")  # type: ignore[arg-type]

@@ -1,0 +1,151 @@
+"""The bounded top k equals exhaustive scoring: ids, order and score bits (issue 13)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import hotmem
+from hotmem.embed import embed
+from hotmem.fts import lexical_query
+from hotmem.fusion import Weights
+from hotmem.topk import Ranked, Rule, Search, exhaustive_top_k, top_k
+
+# A small vocabulary, so that terms collide; "common" is in most facts (its IDF is clamped).
+WORDS = [
+    "common",
+    "invoice",
+    "deploy",
+    "tuesday",
+    "badge",
+    "kettle",
+    "copper",
+    "atlas",
+    "雪",
+    "東京",
+]
+
+
+def _search(
+    store: hotmem.MemoryStore, query: str, identifier: str | None, rule: Rule, limit: int
+) -> tuple[Ranked, Ranked]:
+    index = store.vector_index()
+    scope = index.scope(identifier)
+    scan = index.scan(embed(query), scope) if rule.floor is not None else None
+    search = Search(
+        scan, scope, index.position, index.rowids, index.importances, index.memory_ids, rule, limit
+    )
+    lexical = lexical_query(query)
+    return top_k(store.connection, lexical, search), exhaustive_top_k(
+        store.connection, lexical, search
+    )
+
+
+def _same(bounded: Ranked, exhaustive: Ranked) -> None:
+    assert bounded.top == exhaustive.top  # positions, order and score bits
+    assert bounded.best == exhaustive.best
+    for _, p in bounded.top:
+        assert bounded.cosines[p] == exhaustive.cosines[p]
+        assert bounded.raws.get(p) == exhaustive.raws.get(p)
+
+
+facts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
+memories = st.lists(
+    st.tuples(facts, st.sampled_from(["a", "b", "c"]), st.sampled_from([0.0, 0.25, 0.5, 1.0])),
+    min_size=1,
+    max_size=40,
+)
+rules = st.builds(
+    Rule,
+    weights=st.builds(
+        Weights,
+        cosine=st.sampled_from([0.0, 0.3, 0.6, 1.0]),
+        bm25=st.sampled_from([0.0, 0.2, 0.5, 1.0]),
+        importance=st.sampled_from([0.0, 0.2]),
+    ),
+    floor=st.sampled_from([None, -1.0, 0.0, 0.2, 0.4, 0.9]),
+    gate=st.sampled_from([None, 0.1, 0.25]),
+)
+
+
+@given(
+    memories=memories,
+    query=st.lists(st.sampled_from([*WORDS, "zzz", "the"]), min_size=1, max_size=4).map(" ".join),
+    identifier=st.sampled_from([None, "a"]),
+    rule=rules,
+    limit=st.sampled_from([1, 2, 5, 50]),
+)
+@example(
+    memories=[("common", "a", 0.5)],
+    query="common",
+    identifier=None,
+    rule=Rule(Weights(), 0.4),
+    limit=5,
+)
+@example(
+    memories=[("invoice", "a", 0.5)] * 3,
+    query="invoice",
+    identifier=None,
+    rule=Rule(Weights(), 0.4),
+    limit=1,
+)
+def test_bounded_top_k_is_exhaustive_scoring(
+    memories: list[tuple[str, str, float]],
+    query: str,
+    identifier: str | None,
+    rule: Rule,
+    limit: int,
+) -> None:
+    with hotmem.open_store(":memory:") as store:
+        store.add_many(
+            [
+                {
+                    "fact": fact,
+                    "identifier": ident,
+                    "importance": importance,
+                    "memory_id": f"m-{i:03d}",
+                }
+                for i, (fact, ident, importance) in enumerate(memories)
+            ]
+        )
+        _same(*_search(store, query, identifier, rule, limit))
+
+
+def test_a_word_in_every_memory_is_not_scored_everywhere() -> None:
+    # 2,000 memories all holding "common"; 20 also hold "invoice". The query matches every
+    # memory lexically, but only a few memories need their exact BM25.
+    rows = [
+        {
+            "fact": f"common note {i} "
+            + ("invoice approval" if i % 100 == 0 else f"topic{i % 37}"),
+            "identifier": f"org-{i % 3}",
+            "importance": (i % 10) / 10,
+            "memory_id": f"m-{i:05d}",
+        }
+        for i in range(2_000)
+    ]
+    with hotmem.open_store(":memory:") as store:
+        store.add_many(rows)
+        for identifier in (None, "org-0"):
+            for limit in (1, 5, 10):
+                bounded, exhaustive = _search(
+                    store, "common invoice", identifier, Rule(Weights(), 0.4), limit
+                )
+                _same(bounded, exhaustive)
+                assert exhaustive.bm25_rows == 2_000
+                assert bounded.bm25_rows < 100
+        assert [store.get(store.vector_index().memory_ids[p]).memory_id for _, p in bounded.top]
+
+
+@pytest.mark.parametrize("limit", [1, 5])
+def test_a_query_of_common_words_only_falls_back_exactly(limit: int) -> None:
+    with hotmem.open_store(":memory:") as store:
+        store.add_many(
+            [
+                {"fact": f"common word {i % 7}", "identifier": "a", "memory_id": f"m-{i}"}
+                for i in range(300)
+            ]
+        )
+        bounded, exhaustive = _search(store, "common word", None, Rule(Weights(), 0.4), limit)
+        _same(bounded, exhaustive)
