@@ -17,33 +17,49 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from hotmem.bounds import ABSOLUTE, RELATIVE, Finalists, Problem
 from hotmem.embed import DIMENSION, VECTOR_BYTES
 
-__all__ = ["MARGIN", "MatrixScan", "matrix_of", "scan"]
+__all__ = ["MARGIN", "Arrays", "MatrixScan", "arrays_of", "scan"]
 
 MARGIN = 1e-4
 _FORMAT = struct.Struct(f"<{DIMENSION}f")
+Floats = npt.NDArray[np.float64]
 
 
-def matrix_of(vectors: bytes) -> npt.NDArray[np.float32]:
-    """The index's vectors as an ``n x 64`` float32 matrix, sharing their bytes (no copy)."""
-    return np.frombuffer(vectors, dtype="<f4").reshape(-1, DIMENSION)
+@dataclass(frozen=True, slots=True)
+class Arrays:
+    """An index's vectors as an ``n x 64`` float32 matrix sharing their bytes, and its
+    importances as float64."""
+
+    matrix: npt.NDArray[np.float32]
+    importances: Floats
+
+
+def arrays_of(vectors: bytes, importances: Sequence[float]) -> Arrays:
+    """The arrays of an index (the matrix is a view of ``vectors``: no copy)."""
+    matrix = np.frombuffer(vectors, dtype="<f4").reshape(-1, DIMENSION)
+    return Arrays(matrix, np.asarray(importances, dtype=np.float64))
 
 
 @dataclass(frozen=True, slots=True)
 class MatrixScan:
-    """Approximate cosines of a whole scope, exact on demand (``vectors.Scan``'s interface)."""
+    """Approximate cosines of a whole scope, exact on demand (``vectors.CosineScan``)."""
 
     start: int
-    approximate: npt.NDArray[np.float32]
+    products: Floats  # the float32 cosines of the matrix product, widened
+    importances: Floats  # the scope's
     vectors: bytes
     query: tuple[float, ...]
     zero: frozenset[int]
+    margin: float = MARGIN
 
     def cosine(self, position: int) -> float:
         """The exact cosine between the query and the vector at ``position``."""
@@ -53,9 +69,15 @@ class MatrixScan:
         distance = math.dist(stored, self.query)
         return 1.0 - distance * distance / 2.0
 
+    def approximations(self, positions: Sequence[int]) -> list[float]:
+        """The matrix product's cosines of ``positions`` (each within ``MARGIN``)."""
+        offsets = np.fromiter(positions, dtype=np.int64, count=len(positions)) - self.start
+        values: list[float] = self.products[offsets].tolist()
+        return values
+
     def at_least(self, floor: float) -> dict[int, float]:
         """Positions whose exact cosine is ``>= floor``, with their cosine."""
-        kept = np.flatnonzero(self.approximate >= floor - MARGIN)
+        kept = np.flatnonzero(self.products >= floor - MARGIN)
         found = {}
         for offset in kept.tolist():
             p = self.start + offset
@@ -64,15 +86,94 @@ class MatrixScan:
                 found[p] = value
         return found
 
+    def top_bases(
+        self, floor: float, weights: tuple[float, float], exclude: Collection[int], k: int
+    ) -> list[float]:
+        """Lower bounds of the ``k`` largest bases of positions surely at ``cosine >= floor``
+        (their approximate cosine at least ``floor + MARGIN``), ``exclude`` left out."""
+        wv, wi = weights
+        sure = self.products >= floor + MARGIN
+        if exclude:
+            offsets = np.fromiter(exclude, dtype=np.int64, count=len(exclude)) - self.start
+            sure[offsets[(offsets >= 0) & (offsets < len(sure))]] = False
+        bases = wv * (self.products[sure] - MARGIN) + wi * self.importances[sure]
+        if len(bases) > k:
+            bases = np.partition(bases, len(bases) - k)[len(bases) - k :]
+        return sorted(bases.tolist(), reverse=True)
+
+    def reaching(self, threshold: float, weights: tuple[float, float]) -> list[tuple[int, float]]:
+        """Every position whose base's upper bound reaches ``threshold``, with its
+        approximate cosine."""
+        wv, wi = weights
+        upper = wv * (self.products + MARGIN) + wi * self.importances
+        offsets = np.flatnonzero(upper >= threshold)
+        values = self.products[offsets].tolist()
+        return list(zip((offsets + self.start).tolist(), values, strict=True))
+
+    def finalists(self, problem: Problem) -> Finalists | Literal["loose"]:
+        """``bounds.finalists`` of ``problem``, every memory of the scope at once."""
+        wv, wl, wi = problem.weights.cosine, problem.weights.bm25, problem.weights.importance
+        products, importances, start = self.products, self.importances, self.start
+        partial, deferred, floor, gate = (
+            problem.partial,
+            problem.deferred,
+            problem.floor,
+            problem.gate,
+        )
+        size = len(partial)
+        offsets = np.fromiter(partial.keys(), dtype=np.int64, count=size) - start
+        shares = np.fromiter(partial.values(), dtype=np.float64, count=size)
+        low = products[offsets] - MARGIN
+        admitted = np.ones(size, dtype=bool) if gate is None else low >= gate
+        if floor is not None:
+            admitted |= low >= floor
+        share_low = wl * (1 - RELATIVE) / problem.best_high
+        lows = (wv * low + shares * share_low + importances[offsets] * wi)[admitted]
+        floor_lows = (
+            [] if floor is None else self.top_bases(floor, (wv, wi), partial, problem.limit)
+        )
+        if len(lows) + len(floor_lows) < problem.limit:
+            return "loose"
+        best = np.concatenate([lows, np.asarray(floor_lows, dtype=np.float64)])
+        threshold = float(np.partition(best, len(best) - problem.limit)[len(best) - problem.limit])
+        threshold -= ABSOLUTE
+
+        bonus = np.full(len(products), deferred.unknown, dtype=np.float64)
+        for ceiling, members in deferred.known:
+            bonus[np.fromiter(members, dtype=np.int64, count=len(members)) - start] += ceiling
+        most = bonus.copy()
+        most[offsets] += shares
+        in_partial = np.zeros(len(products), dtype=bool)
+        in_partial[offsets] = True
+        lifted = products + MARGIN
+        slack = wl * (1 + RELATIVE) / problem.best_low
+        upper = wv * lifted + most * slack + wi * importances + ABSOLUTE
+        possible = in_partial | (bonus > 0.0 if gate is None else (bonus > 0.0) & (lifted >= gate))
+        if floor is not None:
+            possible |= lifted >= floor
+        chosen = np.flatnonzero((upper >= threshold) & possible)
+        chosen = chosen[np.argsort(-upper[chosen], kind="stable")]
+        ranked = list(zip(upper[chosen].tolist(), (chosen + start).tolist(), strict=True))
+        rich = (shares + bonus[offsets]) * (1 + RELATIVE) >= problem.best_low
+        return Finalists(threshold, ranked, (offsets[rich] + start).tolist())
+
 
 def scan(
     vectors: bytes,
-    matrix: npt.NDArray[np.float32],
+    arrays: Arrays,
     query: tuple[float, ...],
     positions: range,
     zero: frozenset[int],
 ) -> MatrixScan:
     """Score every vector of ``positions`` against ``query`` (not the zero vector) with one
     matrix product."""
-    approximate = matrix[positions.start : positions.stop] @ np.asarray(query, dtype=np.float32)
-    return MatrixScan(positions.start, approximate, vectors, query, zero)
+    window = slice(positions.start, positions.stop)
+    product = arrays.matrix[window] @ np.asarray(query, dtype=np.float32)
+    return MatrixScan(
+        positions.start,
+        product.astype(np.float64),
+        arrays.importances[window],
+        vectors,
+        query,
+        zero,
+    )

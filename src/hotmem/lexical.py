@@ -30,6 +30,7 @@ __all__ = [
     "all_matches",
     "matches_among",
     "phrase_counts",
+    "phrase_members",
     "phrase_scores",
     "phrases",
     "table_rows",
@@ -129,6 +130,12 @@ def phrase_counts(connection: sqlite3.Connection, terms: Iterable[Phrase]) -> li
     return [
         int(connection.execute(count_sql(p.table), (p.expression,)).fetchone()[0]) for p in terms
     ]
+
+
+def phrase_members(connection: sqlite3.Connection, phrase: Phrase) -> frozenset[int]:
+    """The rowids of the memories matching ``phrase`` (no BM25 is computed)."""
+    sql = f"SELECT rowid FROM {phrase.table} WHERE {phrase.table} MATCH ?"
+    return frozenset(row[0] for row in connection.execute(sql, (phrase.expression,)))
 
 
 def phrase_scores(connection: sqlite3.Connection, phrase: Phrase) -> dict[int, float]:

@@ -255,6 +255,7 @@ def _search(
         memory_ids=index.memory_ids,
         rule=Rule(weights, min_similarity),
         limit=limit,
+        top_importance=index.top_importance(scope),
     )
     try:
         ranked = top_k(store.connection, lexical_query(query), search)

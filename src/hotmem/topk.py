@@ -22,19 +22,22 @@ than ``2.2 * idf``, and ``idf`` follows from how many memories match the term
    the rarest deferred term is read and the bounds tightened; with nothing left to defer, the
    exhaustive path runs.
 
-Bounds carry a small slack (``_RELATIVE``, ``_ABSOLUTE``) so that float rounding can only add
+Bounds carry a small slack (``RELATIVE``, ``ABSOLUTE``) so that float rounding can only add
 finalists, never drop one: the result is identical, score bits included, to
 :func:`exhaustive_top_k`, which a property test checks on random stores.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
-from hotmem import lexical
+from hotmem import bounds, lexical
+from hotmem.bounds import ABSOLUTE, RELATIVE, Deferred, Finalists, Problem
 from hotmem.fts import LexicalQuery
 from hotmem.fusion import Weights, rank, score_candidates
 from hotmem.vectors import CosineScan
@@ -43,13 +46,17 @@ __all__ = ["Ranked", "Rule", "Search", "exhaustive_top_k", "top_k"]
 
 # FTS5's bm25(): each phrase adds idf * f * (k1 + 1) / (f + K), K > 0, so less than 2.2 * idf.
 _BM25_CEILING = 2.2
-_RELATIVE = 1e-9
-_ABSOLUTE = 1e-9
 #: A term matching at most this many memories (or N / _CHEAP_SHARE) is read at once.
 _CHEAP_ROWS = 512
 _CHEAP_SHARE = 64
-#: More finalists than this, and the next deferred term is read first.
-_FINALISTS = 2048
+#: A scope of at most 1 / _SMALL_SCOPE of the store reads the BM25 of its own matches only.
+_SMALL_SCOPE = 8
+#: Finalists scored exactly in the first batch (later batches are four times larger): each
+#: batch runs the query's doclists once, so few large batches beat many small ones.
+_FIRST_BATCH = 512
+#: More finalists or contenders than this, and who matches the rarest unknown deferred term
+#: is read first.
+_CROWD = _FIRST_BATCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +119,7 @@ class Search:
         memory_ids: by position (ties are broken by memory_id).
         rule: who is a candidate and how a candidate is scored.
         limit: how many results are wanted.
+        top_importance: the largest importance in ``scope``.
     """
 
     scan: CosineScan | None
@@ -122,6 +130,7 @@ class Search:
     memory_ids: Sequence[str]
     rule: Rule
     limit: int
+    top_importance: float
 
     def cosine(self, p: int) -> float:
         """The cosine of position ``p`` (0.0 without a vector channel)."""
@@ -159,6 +168,15 @@ def exhaustive_top_k(
     return search.score(raws, list(search.floor_hits().keys() | raws.keys()), len(found))
 
 
+def _scope_top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -> Ranked:
+    """:func:`exhaustive_top_k` for a scope much smaller than the store: the BM25 of its own
+    matches only, in one restricted query (the same bits)."""
+    scope, rowids = search.scope, search.rowids
+    found = lexical.matches_among(connection, query, rowids[scope.start : scope.stop])
+    raws = _in_scope(found, search.position, scope)
+    return search.score(raws, list(search.floor_hits().keys() | raws.keys()), len(found))
+
+
 def _idf(rows: int, hits: int) -> float:
     """FTS5's IDF of a phrase matching ``hits`` of ``rows`` rows."""
     idf = math.log((rows - hits + 0.5) / (hits + 0.5))
@@ -168,12 +186,15 @@ def _idf(rows: int, hits: int) -> float:
 def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -> Ranked:
     """What :func:`exhaustive_top_k` gives, reading the BM25 of few memories (module docstring)."""
     terms = lexical.phrases(query)
-    if not terms:
-        return exhaustive_top_k(connection, query, search)
+    weights = search.rule.weights
+    if not terms or min(weights.cosine, weights.bm25, weights.importance) < 0.0:
+        return exhaustive_top_k(connection, query, search)  # bounds assume weights >= 0
+    if len(search.scope) * _SMALL_SCOPE <= len(search.rowids):
+        return _scope_top_k(connection, query, search)
     rows = {t.table: lexical.table_rows(connection, t.table) for t in terms}
     counts = lexical.phrase_counts(connection, terms)
     ceilings = [
-        _BM25_CEILING * _idf(rows[t.table], n) * (1 + _RELATIVE) if n else 0.0
+        _BM25_CEILING * _idf(rows[t.table], n) * (1 + RELATIVE) if n else 0.0
         for t, n in zip(terms, counts, strict=True)
     ]
     pending = sorted((i for i, n in enumerate(counts) if n), key=lambda i: (counts[i], i))
@@ -183,17 +204,34 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
     read = cheap or pending[:1]
     pending = [i for i in pending if i not in read]
     partial: dict[int, float] = {}
+    members: dict[int, frozenset[int]] = {}  # deferred term -> positions of its members
     computed = 0
     while True:
         for i in read:
             shares = lexical.phrase_scores(connection, terms[i])
             computed += len(shares)
+            if not partial:
+                partial = shares
+                continue
             for rowid, share in shares.items():
                 partial[rowid] = partial.get(rowid, 0.0) + share
-        deferred = sum(ceilings[i] for i in pending)
-        answer = _bounded(connection, query, partial, deferred, search, computed)
-        if answer is not None:
+        # Which deferred terms a memory may match: all of them, until their members are known.
+        unknown = [i for i in pending if i not in members]
+        fetchable = [i for i in unknown if 2 * counts[i] < rows[terms[i].table]]
+        deferred = Deferred(
+            unknown=sum(ceilings[i] for i in unknown),
+            known=tuple((ceilings[i], members[i]) for i in pending if i in members),
+        )
+        answer = _bounded(connection, query, partial, deferred, search, computed, bool(fetchable))
+        if isinstance(answer, Ranked):
             return answer
+        if answer == "crowded":  # learn who matches the rarest unknown deferred term
+            rowids = lexical.phrase_members(connection, terms[fetchable[0]])
+            members[fetchable[0]] = frozenset(
+                _in_scope(dict.fromkeys(rowids, 0.0), search.position, search.scope)
+            )
+            read = []
+            continue
         if not pending:
             fallback = exhaustive_top_k(connection, query, search)
             return replace(fallback, bm25_rows=fallback.bm25_rows + computed)
@@ -204,82 +242,87 @@ def _bounded(
     connection: sqlite3.Connection,
     query: LexicalQuery,
     partial_by_rowid: dict[int, float],
-    deferred: float,
+    deferred: Deferred,
     search: Search,
     computed: int,
-) -> Ranked | None:
-    """The answer from the read shares and the deferred bound, or ``None`` when the bounds are
-    too loose to decide it with few exact BM25 values."""
-    rule, importances = search.rule, search.importances
-    wv, wl, wi = rule.weights.cosine, rule.weights.bm25, rule.weights.importance
+    refinable: bool,
+) -> Ranked | Literal["loose", "crowded"]:
+    """The answer from the read shares and the deferred bounds; ``"loose"`` when another term
+    must be read first, ``"crowded"`` (only when ``refinable``) when learning who matches a
+    deferred term would cut down the finalists (``bounds.py``)."""
     partial = _in_scope(partial_by_rowid, search.position, search.scope)
+    total = deferred.total
     top_partial = max(partial.values(), default=0.0)
-    best_low = top_partial * (1 - _RELATIVE)
-    if best_low <= deferred * (1 + _RELATIVE):
-        return None  # a memory matching deferred terms only could hold best
-    best_high = (top_partial + deferred) * (1 + _RELATIVE)
-
-    # Lower bounds of the memories sure to be candidates: the k-th largest is the threshold.
-    lows: list[float] = []
-    cosines = {p: search.cosine(p) for p in partial}
-    for p, share in partial.items():
-        if rule.admits(cosines[p], True):
-            low = wl * share * (1 - _RELATIVE) / best_high
-            lows.append(wv * cosines[p] + low + wi * importances[p])
-    floor_hits = search.floor_hits()
-    for p, value in floor_hits.items():
-        if p not in partial:
-            lows.append(wv * value + wi * importances[p])
-    if len(lows) < search.limit:
-        return None
-    lows.sort(reverse=True)
-    threshold = lows[search.limit - 1] - _ABSOLUTE
-
-    # Finalists: every memory whose upper bound reaches the threshold.
-    slack = (1 + _RELATIVE) / best_low
-    finalists = [
-        p
-        for p, share in partial.items()
-        if wv * cosines[p] + wl * (share + deferred) * slack + wi * importances[p] + _ABSOLUTE
-        >= threshold
-    ]
-    # A memory without a read share has at most the deferred one, and is a candidate only by
-    # the floor or by a deferred term.
-    others = threshold - wl * deferred * slack - _ABSOLUTE
-    scope = search.scope
-    top_importance = max(importances[scope.start : scope.stop], default=0.0)
-    if search.scan is None or wv <= 0.0:
-        # No cosine to prune by: a memory matching deferred terms only may reach the threshold
-        # by importance alone, and every floor hit is weighed one by one.
-        if deferred > 0.0 and wi * top_importance >= others:
-            return None
-        finalists.extend(
-            p
-            for p, value in floor_hits.items()
-            if p not in partial and wv * value + wi * importances[p] >= others
-        )
+    if top_partial * (1 - RELATIVE) <= total * (1 + RELATIVE):
+        return "loose"  # a memory matching deferred terms only could hold best
+    rule = search.rule
+    problem = Problem(
+        partial=partial,
+        deferred=deferred,
+        best_low=top_partial * (1 - RELATIVE),
+        best_high=(top_partial + total) * (1 + RELATIVE),
+        weights=rule.weights,
+        floor=rule.floor if search.scan is not None else None,
+        gate=rule.gate,
+        limit=search.limit,
+    )
+    if search.scan is None:
+        found = bounds.finalists(problem, None, search.importances, search.top_importance)
     else:
-        weakest = (others - wi * top_importance) / wv
-        if weakest <= -1.0:
-            return None
-        reachable = search.scan.at_least(weakest) if weakest <= 1.0 else {}
-        for p, value in reachable.items():
-            if p in partial or wv * value + wi * importances[p] < others:
-                continue
-            if (rule.floor is not None and value >= rule.floor) or (
-                deferred > 0.0 and (rule.gate is None or value >= rule.gate)
-            ):
-                finalists.append(p)
-                if len(finalists) > _FINALISTS:
-                    return None
-    if len(finalists) > _FINALISTS:
-        return None
+        found = search.scan.finalists(problem)
+    if isinstance(found, str):
+        return found
+    if refinable and max(len(found.ranked), len(found.contenders)) > _CROWD:
+        return "crowded"
+    return _resolve(connection, query, search, found, computed)
 
-    # best's contenders, then the exact BM25 of every finalist and contender.
-    contenders = [
-        p for p, share in partial.items() if (share + deferred) * (1 + _RELATIVE) >= best_low
-    ]
-    rowids = search.rowids
-    chosen = {rowids[p] for p in finalists} | {rowids[p] for p in contenders}
-    found = lexical.matches_among(connection, query, chosen)
-    return search.score(_in_scope(found, search.position, scope), finalists, computed + len(found))
+
+def _resolve(
+    connection: sqlite3.Connection,
+    query: LexicalQuery,
+    search: Search,
+    found: Finalists,
+    computed: int,
+) -> Ranked:
+    """Score the finalists exactly, highest upper bound first, in growing batches, until no
+    finalist left can reach the ``limit``-th exact score found (or ``threshold``).
+
+    The first batch also reads best's contenders, so ``best`` is exact from then on. Each
+    batch is one restricted query (``lexical.matches_among``) and exact cosines.
+    """
+    rule, importances, rowids = search.rule, search.importances, search.rowids
+    wv, wl, wi = rule.weights.cosine, rule.weights.bm25, rule.weights.importance
+    finalists, contenders, threshold = found.ranked, found.contenders, found.threshold
+    raws: dict[int, float] = {}
+    scored: list[int] = []
+    kept: list[float] = []  # a min-heap of the limit best exact scores
+    best = 0.0
+    size, start = _FIRST_BATCH, 0
+    while start < len(finalists) and finalists[start][0] >= threshold:
+        stop = start
+        while stop < len(finalists) and stop - start < size and finalists[stop][0] >= threshold:
+            stop += 1
+        batch = [p for _, p in finalists[start:stop]]
+        chosen = {rowids[p] for p in batch}
+        if not scored:
+            chosen |= {rowids[p] for p in contenders}
+        matched = lexical.matches_among(connection, query, chosen)
+        computed += len(matched)
+        raws.update(_in_scope(matched, search.position, search.scope))
+        if not scored:
+            best = max(raws.values(), default=0.0)
+        for p in batch:
+            value = search.cosine(p)
+            raw = raws.get(p)
+            if rule.admits(value, raw is not None):
+                # The expression of fusion.score_candidates, so the same bits.
+                score = wv * value + wl * (0.0 if raw is None else raw / best) + wi * importances[p]
+                if len(kept) < search.limit:
+                    heapq.heappush(kept, score)
+                elif score > kept[0]:
+                    heapq.heapreplace(kept, score)
+        scored.extend(batch)
+        if len(kept) == search.limit:
+            threshold = max(threshold, kept[0] - ABSOLUTE)
+        start, size = stop, size * 4
+    return search.score(raws, scored, computed)

@@ -14,15 +14,19 @@ to pass the floor; Python arithmetic runs for those candidates alone.
 
 from __future__ import annotations
 
+import heapq
 import math
 import sqlite3
 import struct
 from bisect import bisect_left, bisect_right
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import itemgetter, le
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
+from hotmem import bounds
+from hotmem.bounds import Finalists, Problem
 from hotmem.embed import DIMENSION, VECTOR_BYTES
 
 __all__ = ["CosineScan", "DamagedRowError", "Scan", "VectorIndex", "cosine"]
@@ -33,6 +37,9 @@ _ZERO = (0.0,) * DIMENSION
 _dist = math.dist
 # Slack on the distance pre-filter, so rounding can never drop a position the exact test keeps.
 _SLACK = 1e-9
+# Smaller scopes are scanned in C even with numpy: the matrix product's fixed costs, and
+# exact cosines computed one by one, outweigh what it saves on a few thousand vectors.
+_ACCELERATE_FROM = 4096
 
 
 def _cosine_from_distance(distance: float) -> float:
@@ -113,8 +120,10 @@ class VectorIndex:
     vectors: bytes
     zero: frozenset[int]
     position: dict[int, int]
-    #: The vectors as a numpy matrix, made on the first accelerated scan (shares their bytes).
-    matrix: Any = field(default=None, repr=False)
+    #: The vectors (sharing their bytes) and importances as numpy arrays, made on the first
+    #: accelerated scan (``accelerator.Arrays``).
+    arrays: Any = field(default=None, repr=False)
+    _top_importance: dict[tuple[int, int], float] = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(cls, connection: sqlite3.Connection) -> VectorIndex:
@@ -161,47 +170,147 @@ class VectorIndex:
             bisect_left(self.identifiers, identifier), bisect_right(self.identifiers, identifier)
         )
 
+    def top_importance(self, positions: range) -> float:
+        """The largest importance of ``positions`` (0.0 when empty), kept for the next query."""
+        key = (positions.start, positions.stop)
+        found = self._top_importance.get(key)
+        if found is None:
+            found = max(self.importances[positions.start : positions.stop], default=0.0)
+            self._top_importance[key] = found
+        return found
+
     def scan(
         self, query: tuple[float, ...], positions: range, *, accelerated: bool = False
     ) -> CosineScan:
         """The cosines from ``query`` to every vector in ``positions``: distances measured in C,
         or, ``accelerated``, a numpy pre-filter with exact cosines on demand (the same values;
         ``accelerator.py``)."""
+        top = self.top_importance(positions)
         if query == _ZERO:
-            return Scan(positions.start, len(positions), None, self.zero)
-        if accelerated:
+            return Scan(positions.start, len(positions), None, self.zero, self.importances, top)
+        if accelerated and len(positions) >= _ACCELERATE_FROM:
             from hotmem import accelerator  # numpy loads on first use
 
-            if self.matrix is None:
-                self.matrix = accelerator.matrix_of(self.vectors)
-            return accelerator.scan(self.vectors, self.matrix, query, positions, self.zero)
+            if self.arrays is None:
+                self.arrays = accelerator.arrays_of(self.vectors, self.importances)
+            return accelerator.scan(self.vectors, self.arrays, query, positions, self.zero)
         window = memoryview(self.vectors)[
             positions.start * VECTOR_BYTES : positions.stop * VECTOR_BYTES
         ]
         distances = list(map(_dist, _FORMAT.iter_unpack(window), repeat(query)))
-        return Scan(positions.start, len(positions), distances, self.zero)
+        return Scan(positions.start, len(positions), distances, self.zero, self.importances, top)
 
 
 class CosineScan(Protocol):
-    """The cosines from one query to the vectors of a scope (``Scan``, ``MatrixScan``)."""
+    """The cosines from one query to the vectors of a scope (``Scan``, ``MatrixScan``).
+
+    ``cosine`` and ``at_least`` give exact cosines, the values search scores with.
+    ``approximations`` and the two bound queries may use cosines within ``margin`` of the exact
+    ones (0 for the standard-library scan): ``topk.py`` only bounds with them. A *base* is
+    ``w_vector * cosine + w_importance * importance``, the part of a fused score that is not
+    lexical.
+    """
+
+    @property
+    def margin(self) -> float:
+        """How far an approximation may be from the exact cosine."""
+        ...
 
     def cosine(self, position: int) -> float:
         """The exact cosine of the vector at ``position`` (inside the scope)."""
+        ...
+
+    def approximations(self, positions: Sequence[int]) -> list[float]:
+        """The cosines of ``positions``, each within ``margin`` of the exact one."""
         ...
 
     def at_least(self, floor: float) -> dict[int, float]:
         """Positions whose exact cosine is ``>= floor``, with their cosine."""
         ...
 
+    def top_bases(
+        self, floor: float, weights: tuple[float, float], exclude: Collection[int], k: int
+    ) -> list[float]:
+        """Lower bounds of the ``k`` largest bases (``weights`` = (w_vector, w_importance)) of
+        positions surely at ``cosine >= floor``, ``exclude`` left out; fewer when fewer are."""
+        ...
+
+    def reaching(self, threshold: float, weights: tuple[float, float]) -> list[tuple[int, float]]:
+        """Every position whose base may reach ``threshold`` (a superset: upper bounds are
+        compared), with its approximate cosine; ``weights[0]`` must be positive."""
+        ...
+
+    def finalists(self, problem: Problem) -> Finalists | Literal["loose"]:
+        """``bounds.finalists`` of ``problem`` over this scan."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Scan:
-    """The distances from one query to every vector of a scope."""
+    """The distances from one query to every vector of a scope, measured in C: exact cosines
+    for every position (``margin`` 0)."""
 
     start: int
     size: int
     distances: list[float] | None  # None for a zero query vector: every cosine is 0
     zero: frozenset[int]
+    importances: Sequence[float]  # the index's, by position
+    top_importance: float  # the scope's largest
+    margin: float = 0.0
+
+    def approximations(self, positions: Sequence[int]) -> list[float]:
+        """The exact cosines (this scan has nothing less exact)."""
+        return [self.cosine(p) for p in positions]
+
+    def top_bases(
+        self, floor: float, weights: tuple[float, float], exclude: Collection[int], k: int
+    ) -> list[float]:
+        """The ``k`` largest bases of positions at ``cosine >= floor`` outside ``exclude``.
+
+        The positions within the floor's distance are sorted by distance in C, then weighed
+        nearest first until no farther one can beat the ``k``-th base found, so a floor that
+        a fifth of the store passes costs a sort, not a Python loop over a fifth of the store.
+        """
+        wv, wi = weights
+        importances, start, distances = self.importances, self.start, self.distances
+        if distances is None or floor <= 0.0:
+            hits = self.at_least(floor).items()
+            bases = (wv * c + wi * importances[p] for p, c in hits if p not in exclude)
+            return heapq.nlargest(k, bases)
+        limit = math.sqrt(2.0 * (1.0 - floor)) + _SLACK
+        near = list(compress(range(len(distances)), map(le, distances, repeat(limit))))
+        near.sort(key=distances.__getitem__)
+        top_importance = self.top_importance
+        found: list[float] = []  # a min-heap of the k largest bases so far
+        for offset in near:
+            value = _cosine_from_distance(distances[offset])
+            if len(found) == k and wv * value + wi * top_importance < found[0]:
+                break  # every farther position has a smaller cosine
+            p = start + offset
+            if value < floor or p in self.zero or p in exclude:
+                continue
+            base = wv * value + wi * importances[p]
+            if len(found) < k:
+                heapq.heappush(found, base)
+            elif base > found[0]:
+                heapq.heapreplace(found, base)
+        return sorted(found, reverse=True)
+
+    def finalists(self, problem: Problem) -> Finalists | Literal["loose"]:
+        """``bounds.finalists`` of ``problem``, one memory at a time."""
+        return bounds.finalists(problem, self, self.importances, self.top_importance)
+
+    def reaching(self, threshold: float, weights: tuple[float, float]) -> list[tuple[int, float]]:
+        """Every position whose base reaches ``threshold``, with its cosine."""
+        wv, wi = weights
+        importances = self.importances
+        weakest = (
+            threshold - wi * self.top_importance
+        ) / wv  # no position of a smaller cosine can reach it
+        if weakest > 1.0:
+            return []
+        hits = self.at_least(max(weakest, -1.0))
+        return [(p, c) for p, c in hits.items() if wv * c + wi * importances[p] >= threshold]
 
     def cosine(self, position: int) -> float:
         """Cosine between the query and the vector at ``position`` (inside the scope)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -9,9 +10,20 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import hotmem
+from hotmem import vectors
+from hotmem.accelerator import MatrixScan
 from hotmem.embed import embed
 
 pytest.importorskip("numpy")  # in the dev group; tests/hotmem/test_without_extras.py covers absence
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _accelerate_small_scopes() -> Iterator[None]:
+    """Scan with numpy whatever the scope's size: these stores are small."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(vectors, "_ACCELERATE_FROM", 0)
+        yield
+
 
 WORDS = ["invoice", "approval", "deploy", "tuesday", "badge", "kettle", "copper", "雪", "東京", "!"]
 facts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
@@ -63,6 +75,7 @@ def test_the_numpy_scan_keeps_exactly_the_stdlib_positions(tmp_path: Path) -> No
         query = embed("copper kettles")
         stdlib = index.scan(query, index.scope(None))
         accelerated = index.scan(query, index.scope(None), accelerated=True)
+        assert isinstance(accelerated, MatrixScan)
         cosines = sorted({stdlib.cosine(p) for p in range(len(index))})
         for floor in [-1.0, 0.0, *cosines[:: len(cosines) // 20 or 1], cosines[-1], 1.0]:
             assert accelerated.at_least(floor) == stdlib.at_least(floor)

@@ -52,6 +52,8 @@ ACCELERATOR_PROBE = textwrap.dedent(
     """
     import sys
     import hotmem
+    import hotmem.vectors
+    hotmem.vectors._ACCELERATE_FROM = 0  # numpy for any scope (stores below 4,096 use C only)
     with hotmem.open_store(":memory:") as store:
         store.add("Invoices need two approvals.", identifier="acme")
         before = "numpy" in sys.modules

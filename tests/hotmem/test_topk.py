@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Iterator
+
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 import hotmem
+from hotmem import vectors
 from hotmem.embed import embed
 from hotmem.fts import lexical_query
 from hotmem.fusion import Weights
 from hotmem.topk import Ranked, Rule, Search, exhaustive_top_k, top_k
+
+NUMPY = importlib.util.find_spec("numpy") is not None
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _accelerate_small_scopes() -> Iterator[None]:
+    """Scan with numpy whatever the scope's size: these stores are small."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(vectors, "_ACCELERATE_FROM", 0)
+        yield
+
 
 # A small vocabulary, so that terms collide; "common" is in most facts (its IDF is clamped).
 WORDS = [
@@ -28,13 +43,29 @@ WORDS = [
 
 
 def _search(
-    store: hotmem.MemoryStore, query: str, identifier: str | None, rule: Rule, limit: int
+    store: hotmem.MemoryStore,
+    query: str,
+    identifier: str | None,
+    rule: Rule,
+    limit: int,
+    *,
+    accelerated: bool = False,
 ) -> tuple[Ranked, Ranked]:
     index = store.vector_index()
     scope = index.scope(identifier)
-    scan = index.scan(embed(query), scope) if rule.floor is not None else None
+    scan = None
+    if rule.floor is not None:
+        scan = index.scan(embed(query), scope, accelerated=accelerated)
     search = Search(
-        scan, scope, index.position, index.rowids, index.importances, index.memory_ids, rule, limit
+        scan,
+        scope,
+        index.position,
+        index.rowids,
+        index.importances,
+        index.memory_ids,
+        rule,
+        limit,
+        index.top_importance(scope),
     )
     lexical = lexical_query(query)
     return top_k(store.connection, lexical, search), exhaustive_top_k(
@@ -75,6 +106,7 @@ rules = st.builds(
     identifier=st.sampled_from([None, "a"]),
     rule=rules,
     limit=st.sampled_from([1, 2, 5, 50]),
+    accelerated=st.booleans() if NUMPY else st.just(False),
 )
 @example(
     memories=[("common", "a", 0.5)],
@@ -82,6 +114,7 @@ rules = st.builds(
     identifier=None,
     rule=Rule(Weights(), 0.4),
     limit=5,
+    accelerated=NUMPY,
 )
 @example(
     memories=[("invoice", "a", 0.5)] * 3,
@@ -89,6 +122,7 @@ rules = st.builds(
     identifier=None,
     rule=Rule(Weights(), 0.4),
     limit=1,
+    accelerated=False,
 )
 def test_bounded_top_k_is_exhaustive_scoring(
     memories: list[tuple[str, str, float]],
@@ -96,6 +130,7 @@ def test_bounded_top_k_is_exhaustive_scoring(
     identifier: str | None,
     rule: Rule,
     limit: int,
+    accelerated: bool,
 ) -> None:
     with hotmem.open_store(":memory:") as store:
         store.add_many(
@@ -109,7 +144,7 @@ def test_bounded_top_k_is_exhaustive_scoring(
                 for i, (fact, ident, importance) in enumerate(memories)
             ]
         )
-        _same(*_search(store, query, identifier, rule, limit))
+        _same(*_search(store, query, identifier, rule, limit, accelerated=accelerated))
 
 
 def test_a_word_in_every_memory_is_not_scored_everywhere() -> None:
@@ -149,3 +184,24 @@ def test_a_query_of_common_words_only_falls_back_exactly(limit: int) -> None:
         )
         bounded, exhaustive = _search(store, "common word", None, Rule(Weights(), 0.4), limit)
         _same(bounded, exhaustive)
+
+
+@pytest.mark.parametrize("query", ["common invoice", "deploy tuesday 東京", "copper kettle", "zzz"])
+def test_a_small_scope_reads_only_its_own_matches_exactly(query: str) -> None:
+    # 20 identifiers: a scope is 1/20 of the store, read by one restricted query.
+    rows = [
+        {
+            "fact": " ".join(WORDS[j] for j in range(len(WORDS)) if (i >> j) % 2) or "common",
+            "identifier": f"org-{i % 20:02d}",
+            "importance": (i % 7) / 7,
+            "memory_id": f"m-{i:04d}",
+        }
+        for i in range(400)
+    ]
+    with hotmem.open_store(":memory:") as store:
+        store.add_many(rows)
+        for limit in (1, 5, 30):
+            bounded, exhaustive = _search(store, query, "org-03", Rule(Weights(), 0.4), limit)
+            _same(bounded, exhaustive)
+            if query != "zzz":
+                assert bounded.bm25_rows < exhaustive.bm25_rows

@@ -1,0 +1,171 @@
+"""Which memories can still be in a query's top k, from bounds of their fused scores.
+
+``topk.py`` knows, for each memory in scope, part of its raw BM25 exactly (the *read* share of
+the terms it read) and an upper bound of the rest (the deferred terms' ceilings, only those a
+memory may match when their members are known). With the cosine (approximate, within the
+scan's margin) and the importance, that bounds every fused score from below and above:
+
+- the ``limit``-th largest lower bound among memories sure to be candidates is a threshold
+  no answer falls below;
+- the *finalists* are the memories whose upper bound reaches it, best upper bound first;
+- the *contenders* are the memories whose raw BM25 may be the largest (``best``).
+
+:func:`finalists` computes them one memory at a time; ``accelerator.MatrixScan.finalists``
+computes the same sets with numpy arrays. Both widen every bound by ``RELATIVE`` and
+``ABSOLUTE`` so that float rounding can only add finalists, never drop one.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from hotmem.fusion import Weights
+
+if TYPE_CHECKING:
+    from hotmem.vectors import CosineScan
+
+__all__ = ["ABSOLUTE", "RELATIVE", "Deferred", "Finalists", "Problem", "finalists"]
+
+RELATIVE = 1e-9
+ABSOLUTE = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """Upper bounds of what the deferred terms add to a memory's raw BM25.
+
+    Attributes:
+        unknown: the ceilings of the deferred terms whose members are not known (any memory
+            may match them).
+        known: ``(ceiling, positions of its members in scope)`` of the other deferred terms.
+    """
+
+    unknown: float
+    known: tuple[tuple[float, frozenset[int]], ...]
+
+    @property
+    def total(self) -> float:
+        """The most any memory can get from the deferred terms."""
+        return self.unknown + sum(ceiling for ceiling, _ in self.known)
+
+    def of(self, position: int) -> float:
+        """The most the memory at ``position`` can get from them."""
+        return self.unknown + sum(c for c, members in self.known if position in members)
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """What is known of one query's scores.
+
+    Attributes:
+        partial: position -> read share of its raw BM25, for the memories in scope matching a
+            read term.
+        deferred: bounds of the rest.
+        best_low, best_high: bounds of ``best``, the largest raw BM25 in scope
+            (``best_low > 0``).
+        weights: the fusion weights (all >= 0).
+        floor: a memory without a lexical match needs ``cosine >= floor`` (``None``: never).
+        gate: a lexical match needs ``cosine >= gate`` (``None``: no gate).
+        limit: how many results are wanted.
+    """
+
+    partial: dict[int, float]
+    deferred: Deferred
+    best_low: float
+    best_high: float
+    weights: Weights
+    floor: float | None
+    gate: float | None
+    limit: int
+
+    def admitted(self, cosine: float) -> bool:
+        """Whether a lexical match of this cosine is a candidate."""
+        floor, gate = self.floor, self.gate
+        return (floor is not None and cosine >= floor) or gate is None or cosine >= gate
+
+
+@dataclass(frozen=True, slots=True)
+class Finalists:
+    """The memories that can still be in the top k.
+
+    Attributes:
+        threshold: no answer's score is below it.
+        ranked: ``(upper bound, position)`` of every finalist, highest bound first.
+        contenders: positions whose raw BM25 may be ``best``.
+    """
+
+    threshold: float
+    ranked: list[tuple[float, int]]
+    contenders: list[int]
+
+
+def finalists(
+    problem: Problem,
+    scan: CosineScan | None,
+    importances: Sequence[float],
+    top_importance: float,
+) -> Finalists | Literal["loose"]:
+    """The finalists, one memory at a time; ``"loose"`` when fewer than ``limit`` memories are
+    sure to be candidates, or no cosine bounds the memories matching deferred terms only."""
+    wv, wl, wi = problem.weights.cosine, problem.weights.bm25, problem.weights.importance
+    margin = 0.0 if scan is None else scan.margin
+    partial, deferred, floor, gate = problem.partial, problem.deferred, problem.floor, problem.gate
+    keys = list(partial)
+    cosines = dict(zip(keys, scan.approximations(keys) if scan else [0.0] * len(keys), strict=True))
+
+    lows: list[float] = []
+    share_low = wl * (1 - RELATIVE) / problem.best_high
+    for p, share in partial.items():
+        low = cosines[p] - margin
+        if problem.admitted(low):
+            lows.append(wv * low + share * share_low + wi * importances[p])
+    if scan is not None and floor is not None:
+        lows.extend(scan.top_bases(floor, (wv, wi), partial.keys(), problem.limit))
+    if len(lows) < problem.limit:
+        return "loose"
+    threshold = heapq.nlargest(problem.limit, lows)[-1] - ABSOLUTE
+
+    slack = wl * (1 + RELATIVE) / problem.best_low
+    ranked: list[tuple[float, int]] = []
+    contenders: list[int] = []
+    for p, share in partial.items():
+        most = share + deferred.of(p)
+        upper = wv * (cosines[p] + margin) + most * slack + wi * importances[p] + ABSOLUTE
+        if upper >= threshold:
+            ranked.append((upper, p))
+        if most * (1 + RELATIVE) >= problem.best_low:
+            contenders.append(p)
+
+    def consider(p: int, value: float, most: float) -> None:
+        """A memory without a read share: a candidate by the floor or a deferred term only."""
+        upper = wv * (value + margin) + wi * importances[p] + most * slack + ABSOLUTE
+        if upper < threshold:
+            return
+        lifted = value + margin
+        if (floor is not None and lifted >= floor) or (
+            most > 0.0 and (gate is None or lifted >= gate)
+        ):
+            ranked.append((upper, p))
+
+    # Those that may match a deferred term whose members are known, one by one; the others can
+    # get ``deferred.unknown`` at most, so the scan finds those that may reach the threshold.
+    matched = sorted(set().union(*(m for _, m in deferred.known)) - partial.keys())
+    values = scan.approximations(matched) if scan else [0.0] * len(matched)
+    for p, value in zip(matched, values, strict=True):
+        consider(p, value, deferred.of(p))
+    others = threshold - deferred.unknown * slack - ABSOLUTE
+    if scan is None or wv <= 0.0:
+        if deferred.unknown > 0.0 and wi * top_importance >= others:
+            return "loose"
+        reachable = [] if scan is None or floor is None else list(scan.at_least(floor).items())
+    else:
+        reachable = scan.reaching(others, (wv, wi))
+    skipped = set(matched)
+    for p, value in reachable:
+        if p not in partial and p not in skipped:
+            consider(p, value, deferred.unknown)
+    ranked.sort(reverse=True)
+    return Finalists(threshold, ranked, contenders)
