@@ -39,6 +39,13 @@ from hotmem.fts import FTS_TOKENIZER, LEXICAL_INDEX
 from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
 from hotmem.jsonl import MAX_JSON_DEPTH, MAX_JSON_NUMBER, JsonlProblem, JsonlRecord, read_jsonl
 from hotmem.models import Memory, fixed_clock, parse_timestamp, system_clock
+from hotmem.profiles import (
+    DEFAULT_PROFILE,
+    PROFILES,
+    LexicalChannel,
+    Profile,
+    VectorChannel,
+)
 from hotmem.search import (
     MAX_LIMIT,
     Explanation,
@@ -61,6 +68,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BUSY_TIMEOUT",
+    "DEFAULT_PROFILE",
     "DIMENSION",
     "EMBEDDERS",
     "FIELD_NAMES",
@@ -72,6 +80,7 @@ __all__ = [
     "MAX_LIMIT",
     "MIN_SIMILARITY",
     "MODEL_NAME",
+    "PROFILES",
     "SEMANTIC_MODEL",
     "WEIGHTS",
     "Breach",
@@ -85,10 +94,12 @@ __all__ = [
     "HydrationReport",
     "JsonlProblem",
     "JsonlRecord",
+    "LexicalChannel",
     "Memory",
     "MemoryNotFoundError",
     "MemoryStore",
     "MissingExtraError",
+    "Profile",
     "ScoreComponents",
     "SearchResult",
     "SnapshotError",
@@ -96,6 +107,7 @@ __all__ = [
     "SnapshotReport",
     "StoreError",
     "ValidationError",
+    "VectorChannel",
     "VerificationError",
     "VerificationReport",
     "Weights",

@@ -22,6 +22,7 @@ from hotmem.errors import MemoryNotFoundError, MissingExtraError, ValidationErro
 from hotmem.fields import lookup_text, shown
 from hotmem.inserts import ADD_BATCH
 from hotmem.models import Clock, Memory, make_memory, memory_from_mapping, system_clock
+from hotmem.profiles import DEFAULT_PROFILE, resolve_profile
 from hotmem.rows import MEMORY_COLUMNS, damaged, memory_from_row
 from hotmem.vectors import DamagedRowError, VectorIndex
 
@@ -69,6 +70,9 @@ def _accelerated(accelerator: object) -> bool:
             missing=("numpy",),
         )
     return available
+
+
+_DEFAULT_PROFILE_SQL = "SELECT value FROM hotmem_meta WHERE key = 'default_profile'"
 
 
 class MemoryStore:
@@ -333,6 +337,32 @@ class MemoryStore:
 
     def __iter__(self) -> Iterator[Memory]:
         return self.iter_memories()
+
+    @property
+    def default_profile(self) -> str:
+        """The name of the profile a search runs when it names none (``"default"`` unless
+        :meth:`set_default_profile` chose another; kept in the store, not in its packages).
+
+        Raises:
+            StoreError: the store cannot be read.
+        """
+        with self.reading() as connection:
+            row = connection.execute(_DEFAULT_PROFILE_SQL).fetchone()
+        return DEFAULT_PROFILE if row is None else str(row[0])
+
+    def set_default_profile(self, name: str) -> None:
+        """Make the built-in profile ``name`` (``hotmem.PROFILES``) the store's default.
+
+        Raises:
+            ValidationError: no built-in profile has this name.
+            StoreError: the store cannot be written.
+        """
+        resolve_profile(name)  # refuses an unknown name
+        with self._writing() as connection:
+            connection.execute(
+                "INSERT OR REPLACE INTO hotmem_meta (key, value) VALUES ('default_profile', ?)",
+                (name,),
+            )
 
     def identifiers(self) -> dict[str, int]:
         """Number of memories per identifier, ordered by identifier.

@@ -12,21 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hotmem.db import MemoryStore
-from hotmem.embed import embed
+from hotmem.embed import MODEL_NAME, embed
 from hotmem.errors import MemoryNotFoundError, StoreError, ValidationError
 from hotmem.fields import lookup_text, unicode_breach
-from hotmem.fts import lexical_query
-from hotmem.fusion import (
-    MIN_SIMILARITY,
-    WEIGHTS,
-    Weights,
-    is_candidate,
-    normalise_bm25,
-    score_candidates,
-)
+from hotmem.fts import LexicalQuery, lexical_query
+from hotmem.fusion import Weights, normalise_bm25, score_candidates
 from hotmem.lexical import all_matches
+from hotmem.profiles import Profile, customised, resolve_profile
 from hotmem.rows import tags_from_text
-from hotmem.topk import Rule, Search, top_k
+from hotmem.rrf import channel_ranks, rrf_top_k
+from hotmem.topk import Ranked, Rule, Search, exhaustive_top_k, top_k
 from hotmem.vectors import VectorIndex
 
 __all__ = [
@@ -112,7 +107,12 @@ class Explanation:
         in_scope: whether the memory belongs to the scope searched.
         components: its score components for this query.
         score: the score it has (or would have) under fusion.
-        passes_floor: whether it is a candidate (lexical match or cosine >= floor).
+        passes_floor: whether it is a candidate: in scope, and a lexical match (admitted by
+            the gate) or ``cosine >= floor``; under reciprocal-rank fusion, in either
+            channel's ranked list.
+        profile: the name of the profile explained.
+        vector_rank, lexical_rank: under reciprocal-rank fusion, its rank in each channel's
+            list (``None`` when not in it); ``None`` under weighted fusion.
     """
 
     memory_id: str
@@ -121,6 +121,9 @@ class Explanation:
     components: ScoreComponents
     score: float
     passes_floor: bool
+    profile: str = "default"
+    vector_rank: int | None = None
+    lexical_rank: int | None = None
 
     def to_dict(self) -> dict[str, object]:
         """The explanation as a JSON-ready dict."""
@@ -131,6 +134,9 @@ class Explanation:
             "score": self.score,
             "passes_floor": self.passes_floor,
             "components": self.components.to_dict(),
+            "profile": self.profile,
+            "vector_rank": self.vector_rank,
+            "lexical_rank": self.lexical_rank,
         }
 
 
@@ -143,7 +149,7 @@ def _damaged(store: MemoryStore, exc: KeyError) -> StoreError:
 
 
 def _lexical_positions(
-    store: MemoryStore, index: VectorIndex, query: str, identifier: str | None
+    store: MemoryStore, index: VectorIndex, terms: LexicalQuery | None, identifier: str | None
 ) -> dict[int, float]:
     """Raw BM25 (higher is better) of every memory in scope matching an informative term,
     by its position in ``index``.
@@ -151,7 +157,6 @@ def _lexical_positions(
     Every match of the whole store is read and scoped by position afterwards, because a join on
     identifier makes SQLite probe the FTS index once per row of the scope (measured 30x slower).
     """
-    terms = lexical_query(query)
     if not terms:
         return {}
     position = index.position
@@ -160,20 +165,14 @@ def _lexical_positions(
             position[rowid]: raw for rowid, raw in all_matches(store.connection, terms).items()
         }
     except KeyError as exc:  # read in the index's own transaction: the index is damaged
-        raise StoreError(
-            f"store {store.path!r} is damaged: expected every full-text index entry to belong "
-            f"to a memory, found rowid={exc.args[0]} in the index only; check_integrity() "
-            "lists the problems"
-        ) from None
+        raise _damaged(store, exc) from None
     if identifier is None:
         return found
     scope = index.scope(identifier)
     return {p: raw for p, raw in found.items() if p in scope}
 
 
-def _check_arguments(
-    query: object, identifier: object, limit: object, min_similarity: object
-) -> None:
+def _check_arguments(query: object, identifier: object, limit: object) -> None:
     if not isinstance(query, str):
         raise ValidationError(f"query must be a string; found {type(query).__name__}")
     breach = unicode_breach("query", query)
@@ -187,14 +186,47 @@ def _check_arguments(
         lookup_text("identifier", identifier)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise ValidationError(f"limit must be an integer in 1..{MAX_LIMIT}; found limit={limit!r}")
-    if (
-        isinstance(min_similarity, bool)
-        or not isinstance(min_similarity, int | float)
-        or not -1.0 <= min_similarity <= 1.0
-    ):
+
+
+def effective_profile(
+    store: MemoryStore,
+    profile: str | Profile | None = None,
+    *,
+    min_similarity: float | None = None,
+    weights: Weights | None = None,
+) -> Profile:
+    """The profile a search with these arguments runs: ``profile`` (a built-in's name or a
+    :class:`Profile`; the store's default profile when ``None``), with ``min_similarity`` and
+    ``weights`` when given (then named ``"custom"``).
+
+    Raises:
+        ValidationError: an unknown profile name, an override out of range, or a vector space
+            this HotMem cannot search.
+    """
+    chosen = customised(
+        resolve_profile(profile, default=store.default_profile),
+        min_similarity=min_similarity,
+        weights=weights,
+    )
+    if chosen.vector is not None and chosen.vector.space != MODEL_NAME:
         raise ValidationError(
-            f"min_similarity must be a number in [-1, 1]; found min_similarity={min_similarity!r}"
+            f"profile {chosen.name!r} needs the vector space {chosen.vector.space!r}; "
+            f"this store has {MODEL_NAME!r} only"
         )
+    return chosen
+
+
+def rule_of(profile: Profile) -> Rule:
+    """Who is a candidate under ``profile`` and how candidates are weighed."""
+    vector, words = profile.vector, profile.lexical
+    weights = Weights(
+        cosine=0.0 if vector is None else vector.weight,
+        bm25=0.0 if words is None else words.weight,
+        importance=profile.importance,
+    )
+    return Rule(
+        weights, None if vector is None else vector.floor, None if words is None else words.gate
+    )
 
 
 def search_memories(
@@ -203,8 +235,9 @@ def search_memories(
     *,
     identifier: str | None = None,
     limit: int = 5,
-    min_similarity: float = MIN_SIMILARITY,
-    weights: Weights = WEIGHTS,
+    profile: str | Profile | None = None,
+    min_similarity: float | None = None,
+    weights: Weights | None = None,
 ) -> list[SearchResult]:
     """Rank the memories of ``store`` for ``query``.
 
@@ -213,10 +246,13 @@ def search_memories(
         query: any text; it is never interpreted as FTS5 syntax.
         identifier: restrict both channels to this identifier's memories.
         limit: the number of results wanted, 1..10,000.
-        min_similarity: the relevance floor: a memory without a lexical match needs at least
-            this cosine. The default comes from a measurement (docs/ranking.md); change it
-            only from a measurement on your own corpus.
-        weights: the fusion weights (``fusion.WEIGHTS`` unless you are experimenting).
+        profile: the retrieval profile: a name of ``hotmem.PROFILES`` or a
+            :class:`hotmem.Profile`; the store's default profile (``default`` unless set with
+            ``store.set_default_profile``) when ``None``.
+        min_similarity: overrides the profile's relevance floor: a memory without a lexical
+            match needs at least this cosine. The default comes from a measurement
+            (docs/ranking.md); change it only from a measurement on your own corpus.
+        weights: overrides the profile's fusion weights.
 
     Returns:
         At most ``limit`` results, best first; an empty list when nothing passes the floor.
@@ -225,42 +261,56 @@ def search_memories(
     write meanwhile.
 
     Raises:
-        ValidationError: an argument has the wrong type or ``limit`` is out of range.
+        ValidationError: an argument has the wrong type or is out of range, or the profile is
+            unknown.
         StoreError: the store cannot be read, or is damaged.
     """
-    _check_arguments(query, identifier, limit, min_similarity)
+    _check_arguments(query, identifier, limit)
     with store.reading():
-        return _search(store, query, identifier, limit, min_similarity, weights)
+        chosen = effective_profile(store, profile, min_similarity=min_similarity, weights=weights)
+        return _search(store, query, identifier, limit, chosen)
 
 
-def _search(
-    store: MemoryStore,
-    query: str,
-    identifier: str | None,
-    limit: int,
-    min_similarity: float,
-    weights: Weights,
-) -> list[SearchResult]:
-    index = store.vector_index()
-    scope = index.scope(identifier)
-    if not scope:
-        return []
-    scan = index.scan(embed(query), scope, accelerated=store.accelerated)
-    search = Search(
+def _prepared(
+    store: MemoryStore, index: VectorIndex, query: str, scope: range, profile: Profile, limit: int
+) -> Search:
+    scan = None
+    if profile.vector is not None:
+        scan = index.scan(embed(query), scope, accelerated=store.accelerated)
+    return Search(
         scan=scan,
         scope=scope,
         position=index.position,
         rowids=index.rowids,
         importances=index.importances,
         memory_ids=index.memory_ids,
-        rule=Rule(weights, min_similarity),
+        rule=rule_of(profile),
         limit=limit,
         top_importance=index.top_importance(scope),
     )
+
+
+def _ranked(store: MemoryStore, query: str, search: Search, profile: Profile) -> Ranked:
+    terms = lexical_query(query) if profile.lexical is not None else None
+    connection = store.connection
     try:
-        ranked = top_k(store.connection, lexical_query(query), search)
+        if profile.fusion == "rrf":
+            return rrf_top_k(connection, terms, search, k=profile.rrf_k, depth=profile.depth)
+        if terms:
+            return top_k(connection, terms, search)
+        return exhaustive_top_k(connection, None, search)
     except KeyError as exc:  # read in the index's own transaction: the index is damaged
         raise _damaged(store, exc) from None
+
+
+def _search(
+    store: MemoryStore, query: str, identifier: str | None, limit: int, profile: Profile
+) -> list[SearchResult]:
+    index = store.vector_index()
+    scope = index.scope(identifier)
+    if not scope:
+        return []
+    ranked = _ranked(store, query, _prepared(store, index, query, scope, profile, limit), profile)
     # Components are built for the winners alone.
     winners = [
         (
@@ -317,20 +367,22 @@ def explain(
     memory_id: str,
     *,
     identifier: str | None = None,
-    min_similarity: float = MIN_SIMILARITY,
-    weights: Weights = WEIGHTS,
+    profile: str | Profile | None = None,
+    min_similarity: float | None = None,
+    weights: Weights | None = None,
 ) -> Explanation:
-    """Explain how ``memory_id`` fares for ``query``, with the same arithmetic as the ranking
-    (``fusion.score_candidates`` and ``fusion.is_candidate``).
+    """Explain how ``memory_id`` fares for ``query`` under a profile (the arguments of
+    :func:`search_memories`), with the same arithmetic as the ranking.
 
     Raises:
         MemoryNotFoundError: no memory has this id.
-        ValidationError: an argument has the wrong type.
+        ValidationError: an argument has the wrong type or is out of range.
         StoreError: the store cannot be read, or is damaged.
     """
-    _check_arguments(query, identifier, 1, min_similarity)
+    _check_arguments(query, identifier, 1)
     memory_id = lookup_text("memory_id", memory_id)
     with store.reading() as connection:
+        chosen = effective_profile(store, profile, min_similarity=min_similarity, weights=weights)
         row = connection.execute(
             "SELECT rowid FROM memories WHERE memory_id = ?", (memory_id,)
         ).fetchone()
@@ -338,23 +390,50 @@ def explain(
         if row is None or row[0] not in index.position:
             raise MemoryNotFoundError(f"no memory with memory_id={memory_id!r}")
         p = index.position[row[0]]
-        lexical = _lexical_positions(store, index, query, identifier)
-    memory_identifier = index.identifiers[p]
-    in_scope = identifier is None or memory_identifier == identifier
+        scope = index.scope(identifier)
+        in_scope = p in scope
+        terms = lexical_query(query) if chosen.lexical is not None else None
+        if chosen.fusion == "rrf":
+            search = _prepared(store, index, query, scope, chosen, 1)
+            vector, words, lexical = channel_ranks(connection, terms, search, chosen.depth)
+        else:
+            search = _prepared(store, index, query, range(p, p + 1), chosen, 1)
+            lexical = _lexical_positions(store, index, terms, identifier)
+    rule = search.rule
     raw = lexical.get(p)
-    value = index.scan(embed(query), range(p, p + 1)).cosine(p)
+    value = search.cosine(p)
     components = ScoreComponents(
         cosine=value,
         bm25_raw=raw,
         bm25_normalised=normalise_bm25(raw, max(lexical.values(), default=0.0)),
         importance=index.importances[p],
     )
-    [(score, _)] = score_candidates({p: value}, lexical, index.importances, weights=weights)
+    ranks: tuple[int | None, int | None] = (None, None)
+    if chosen.fusion == "rrf":
+        ranks = (_rank_in(vector, p), _rank_in(words, p))
+        score = sum(
+            w / (chosen.rrf_k + r)
+            for w, r in zip((rule.weights.cosine, rule.weights.bm25), ranks, strict=True)
+            if r is not None
+        )
+        candidate = in_scope and ranks != (None, None)
+    else:
+        [(score, _)] = score_candidates(
+            {p: value}, lexical, index.importances, weights=rule.weights
+        )
+        candidate = in_scope and rule.admits(value, raw is not None)
     return Explanation(
         memory_id=memory_id,
-        identifier=memory_identifier,
+        identifier=index.identifiers[p],
         in_scope=in_scope,
         components=components,
         score=score,
-        passes_floor=in_scope and is_candidate(value, raw, min_similarity),
+        passes_floor=candidate,
+        profile=chosen.name,
+        vector_rank=ranks[0],
+        lexical_rank=ranks[1],
     )
+
+
+def _rank_in(ranked: list[int], p: int) -> int | None:
+    return ranked.index(p) + 1 if p in ranked else None

@@ -42,7 +42,7 @@ from hotmem.fts import LexicalQuery
 from hotmem.fusion import Weights, rank, score_candidates
 from hotmem.vectors import CosineScan
 
-__all__ = ["Ranked", "Rule", "Search", "exhaustive_top_k", "top_k"]
+__all__ = ["Ranked", "Rule", "Search", "exhaustive_top_k", "in_scope", "top_k"]
 
 # FTS5's bm25(): each phrase adds idf * f * (k1 + 1) / (f + K), K > 0, so less than 2.2 * idf.
 _BM25_CEILING = 2.2
@@ -100,7 +100,7 @@ class Ranked:
     bm25_rows: int
 
 
-def _in_scope(found: dict[int, float], position: dict[int, int], scope: range) -> dict[int, float]:
+def in_scope(found: dict[int, float], position: dict[int, int], scope: range) -> dict[int, float]:
     """rowid-keyed values -> position-keyed values, for the positions in ``scope``."""
     start, stop = scope.start, scope.stop
     keyed = ((position[rowid], value) for rowid, value in found.items())
@@ -164,7 +164,7 @@ def exhaustive_top_k(
     ``query`` is ``None`` when the lexical channel is off.
     """
     found = lexical.all_matches(connection, query) if query else {}
-    raws = _in_scope(found, search.position, search.scope)
+    raws = in_scope(found, search.position, search.scope)
     return search.score(raws, list(search.floor_hits().keys() | raws.keys()), len(found))
 
 
@@ -173,7 +173,7 @@ def _scope_top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Se
     matches only, in one restricted query (the same bits)."""
     scope, rowids = search.scope, search.rowids
     found = lexical.matches_among(connection, query, rowids[scope.start : scope.stop])
-    raws = _in_scope(found, search.position, scope)
+    raws = in_scope(found, search.position, scope)
     return search.score(raws, list(search.floor_hits().keys() | raws.keys()), len(found))
 
 
@@ -228,7 +228,7 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
         if answer == "crowded":  # learn who matches the rarest unknown deferred term
             rowids = lexical.phrase_members(connection, terms[fetchable[0]])
             members[fetchable[0]] = frozenset(
-                _in_scope(dict.fromkeys(rowids, 0.0), search.position, search.scope)
+                in_scope(dict.fromkeys(rowids, 0.0), search.position, search.scope)
             )
             read = []
             continue
@@ -250,7 +250,7 @@ def _bounded(
     """The answer from the read shares and the deferred bounds; ``"loose"`` when another term
     must be read first, ``"crowded"`` (only when ``refinable``) when learning who matches a
     deferred term would cut down the finalists (``bounds.py``)."""
-    partial = _in_scope(partial_by_rowid, search.position, search.scope)
+    partial = in_scope(partial_by_rowid, search.position, search.scope)
     total = deferred.total
     top_partial = max(partial.values(), default=0.0)
     if top_partial * (1 - RELATIVE) <= total * (1 + RELATIVE):
@@ -308,7 +308,7 @@ def _resolve(
             chosen |= {rowids[p] for p in contenders}
         matched = lexical.matches_among(connection, query, chosen)
         computed += len(matched)
-        raws.update(_in_scope(matched, search.position, search.scope))
+        raws.update(in_scope(matched, search.position, search.scope))
         if not scored:
             best = max(raws.values(), default=0.0)
         for p in batch:

@@ -1,0 +1,341 @@
+"""Retrieval profiles: a retrieval configuration as a named, frozen value.
+
+A profile says which channels a search uses and how it fuses them:
+
+- ``vector``: the cosine channel, or ``None``: the vector space (``hotmem-hash-v1``), its
+  weight, and its relevance floor (a memory without a lexical match is a candidate only with
+  ``cosine >= floor``);
+- ``lexical``: the BM25 channel over the word and CJK indexes, or ``None``: its weight, and an
+  optional ``gate`` (a lexical match is a candidate only with ``cosine >= gate``);
+- ``importance``: the weight of the memory's static importance;
+- ``fusion``: ``"weighted"`` (``score = w_vector * cosine + w_lexical * normalised_bm25 +
+  w_importance * importance``, docs/ranking.md) or ``"rrf"`` (reciprocal-rank fusion:
+  ``score = w_vector / (rrf_k + vector rank) + w_lexical / (rrf_k + lexical rank)``, each rank
+  counted among that channel's candidates in scope, the first ``depth`` of them; importance
+  plays no part);
+- ``reranker``: the slot of a deterministic reranker applied after fusion (none yet);
+- ``depth``: how many candidates each channel ranks for reciprocal-rank fusion.
+
+``PROFILES`` holds the built-ins; ``default`` is the production stack. A profile is part of
+every result's provenance: ``to_dict`` gives the JSON configuration the evaluator records, and
+``Profile.from_mapping`` reads one back (or from a TOML table).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Literal, get_args
+
+from hotmem.embed import MODEL_NAME
+from hotmem.errors import ValidationError
+from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "PROFILES",
+    "Channel",
+    "Fusion",
+    "LexicalChannel",
+    "Profile",
+    "VectorChannel",
+    "customised",
+    "resolve_profile",
+]
+
+Fusion = Literal["weighted", "rrf"]
+_FUSIONS: tuple[Fusion, ...] = ("weighted", "rrf")
+#: The channels a profile may drop (``Profile.without``, the evaluator's ablation).
+Channel = Literal["vector", "lexical", "importance"]
+DEFAULT_PROFILE = "default"
+_MAX_NAME = 64
+_MAX_DEPTH = 10_000
+_MAX_WEIGHT = 1e6
+_MAX_RRF_K = 1_000_000
+_FIELDS = ("vector", "lexical", "importance", "fusion", "rrf_k", "depth", "reranker")
+
+
+def _number(name: str, value: object, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValidationError(f"{name} must be a finite number; found {name}={value!r}")
+    if not low <= value <= high:
+        raise ValidationError(f"{name} must be in [{low:g}, {high:g}]; found {name}={value!r}")
+    return float(value)
+
+
+def _integer(name: str, value: object, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+        raise ValidationError(f"{name} must be an integer in 1..{high}; found {name}={value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class VectorChannel:
+    """The cosine channel: a vector space, its weight and its relevance floor."""
+
+    space: str = MODEL_NAME
+    weight: float = WEIGHTS.cosine
+    floor: float = MIN_SIMILARITY
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.space, str) or not self.space:
+            raise ValidationError(f"vector.space must be a model id; found {self.space!r}")
+        object.__setattr__(self, "weight", _number("vector.weight", self.weight, 0, _MAX_WEIGHT))
+        object.__setattr__(self, "floor", _number("vector.floor", self.floor, -1.0, 1.0))
+
+    def to_dict(self) -> dict[str, object]:
+        """The channel as JSON-ready data."""
+        return {"space": self.space, "weight": self.weight, "floor": self.floor}
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalChannel:
+    """The BM25 channel: its weight and an optional cosine gate on lexical matches."""
+
+    weight: float = WEIGHTS.bm25
+    gate: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "weight", _number("lexical.weight", self.weight, 0, _MAX_WEIGHT))
+        if self.gate is not None:
+            object.__setattr__(self, "gate", _number("lexical.gate", self.gate, -1.0, 1.0))
+
+    def to_dict(self) -> dict[str, object]:
+        """The channel as JSON-ready data."""
+        return {"weight": self.weight, "gate": self.gate}
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """A named retrieval configuration (the module docstring describes each field).
+
+    Raises:
+        ValidationError: a field is out of range, both channels are off, or the lexical gate
+            is set without a vector channel to measure cosine in.
+    """
+
+    name: str
+    vector: VectorChannel | None = VectorChannel()
+    lexical: LexicalChannel | None = LexicalChannel()
+    importance: float = WEIGHTS.importance
+    fusion: Fusion = "weighted"
+    rrf_k: int = 60
+    depth: int = 100
+    reranker: None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not 0 < len(self.name) <= _MAX_NAME:
+            raise ValidationError(
+                f"a profile name must be text of 1..{_MAX_NAME} characters; found {self.name!r}"
+            )
+        if self.vector is None and self.lexical is None:
+            raise ValidationError(
+                f"profile {self.name!r} has neither a vector nor a lexical channel"
+            )
+        if self.lexical is not None and self.lexical.gate is not None and self.vector is None:
+            raise ValidationError(
+                f"profile {self.name!r}: lexical.gate needs a vector channel to measure cosine in"
+            )
+        object.__setattr__(self, "importance", _number("importance", self.importance, 0, 1e6))
+        if self.fusion not in get_args(Fusion):
+            raise ValidationError(
+                f"fusion must be one of {', '.join(get_args(Fusion))}; found {self.fusion!r}"
+            )
+        _integer("rrf_k", self.rrf_k, _MAX_RRF_K)
+        _integer("depth", self.depth, _MAX_DEPTH)
+        if self.reranker is not None:
+            raise ValidationError(f"profile {self.name!r}: no reranker is available yet")
+
+    @property
+    def spaces(self) -> tuple[str, ...]:
+        """The vector spaces this profile reads (none without a vector channel)."""
+        return () if self.vector is None else (self.vector.space,)
+
+    def without(self, channel: Channel) -> Profile:
+        """This profile with one channel removed, named ``"<name>-no-<channel>"`` (ablation).
+
+        Raises:
+            ValidationError: removing it would leave neither retrieval channel.
+        """
+        name = f"{self.name}-no-{channel}"
+        if channel == "vector":
+            return replace(self, name=name, vector=None, lexical=_ungated(self.lexical))
+        if channel == "lexical":
+            return replace(self, name=name, lexical=None)
+        return replace(self, name=name, importance=0.0)
+
+    def to_dict(self) -> dict[str, object]:
+        """The profile as JSON-ready data (what results record as their provenance)."""
+        return {
+            "name": self.name,
+            "vector": None if self.vector is None else self.vector.to_dict(),
+            "lexical": None if self.lexical is None else self.lexical.to_dict(),
+            "importance": self.importance,
+            "fusion": self.fusion,
+            "rrf_k": self.rrf_k,
+            "depth": self.depth,
+            "reranker": None,
+        }
+
+    @classmethod
+    def from_mapping(cls, name: str, fields: Mapping[str, object]) -> Profile:
+        """A profile from JSON/TOML-like data with ``to_dict``'s keys, each optional (missing
+        ones take the ``default`` profile's values; a ``name`` key is ignored); ``vector`` and
+        ``lexical`` may be ``false`` to turn a channel off, or a table of the channel's fields.
+
+        Raises:
+            ValidationError: an unknown key, or a value of the wrong type or out of range.
+        """
+        if not isinstance(fields, Mapping):
+            raise ValidationError(f"profile {name!r} must be a table of fields; found {fields!r}")
+        unknown = sorted(set(fields) - set(_FIELDS) - {"name"})
+        if unknown:
+            raise ValidationError(
+                f"profile {name!r}: unknown field(s) {', '.join(map(repr, unknown))}; "
+                f"expected some of {', '.join(_FIELDS)}"
+            )
+        base = PROFILES[DEFAULT_PROFILE]
+        fusion = _fusion(name, fields.get("fusion", base.fusion))
+        if fields.get("reranker") is not None:
+            raise ValidationError(f"profile {name!r}: no reranker is available yet")
+        return cls(
+            name=name,
+            vector=_vector(name, fields.get("vector", True)),
+            lexical=_lexical(name, fields.get("lexical", True)),
+            importance=_number("importance", fields.get("importance", base.importance), 0, 1e6),
+            fusion=fusion,
+            rrf_k=_integer("rrf_k", fields.get("rrf_k", base.rrf_k), _MAX_RRF_K),
+            depth=_integer("depth", fields.get("depth", base.depth), _MAX_DEPTH),
+        )
+
+
+def _fusion(profile: str, value: object) -> Fusion:
+    for method in _FUSIONS:
+        if value == method:
+            return method
+    raise ValidationError(
+        f"profile {profile!r}: fusion must be one of {', '.join(get_args(Fusion))}; found {value!r}"
+    )
+
+
+def _ungated(channel: LexicalChannel | None) -> LexicalChannel | None:
+    """The lexical channel without its gate (a gate needs the vector channel)."""
+    return None if channel is None else replace(channel, gate=None)
+
+
+def _table(profile: str, key: str, value: object, allowed: tuple[str, ...]) -> Mapping[str, object]:
+    if not isinstance(value, Mapping):
+        raise ValidationError(
+            f"profile {profile!r}: {key} must be a table of fields or false; found {value!r}"
+        )
+    extra = sorted(set(value) - set(allowed))
+    if extra:
+        raise ValidationError(
+            f"profile {profile!r}: {key} takes the fields {', '.join(allowed)}; "
+            f"found {', '.join(map(repr, extra))}"
+        )
+    return value
+
+
+def _vector(profile: str, value: object) -> VectorChannel | None:
+    if value is False or value is None:
+        return None
+    base = PROFILES[DEFAULT_PROFILE].vector or VectorChannel()
+    if value is True:
+        return base
+    fields = _table(profile, "vector", value, ("space", "weight", "floor"))
+    space = fields.get("space", base.space)
+    if not isinstance(space, str):
+        raise ValidationError(
+            f"profile {profile!r}: vector.space must be a model id; found {space!r}"
+        )
+    return VectorChannel(
+        space=space,
+        weight=_number("vector.weight", fields.get("weight", base.weight), 0, _MAX_WEIGHT),
+        floor=_number("vector.floor", fields.get("floor", base.floor), -1.0, 1.0),
+    )
+
+
+def _lexical(profile: str, value: object) -> LexicalChannel | None:
+    if value is False or value is None:
+        return None
+    base = PROFILES[DEFAULT_PROFILE].lexical or LexicalChannel()
+    if value is True:
+        return base
+    fields = _table(profile, "lexical", value, ("weight", "gate"))
+    gate = fields.get("gate", base.gate)
+    return LexicalChannel(
+        weight=_number("lexical.weight", fields.get("weight", base.weight), 0, _MAX_WEIGHT),
+        gate=None if gate is None else _number("lexical.gate", gate, -1.0, 1.0),
+    )
+
+
+PROFILES: Mapping[str, Profile] = MappingProxyType(
+    {
+        profile.name: profile
+        for profile in (
+            Profile(DEFAULT_PROFILE),
+            Profile("cosine-only", vector=VectorChannel(weight=1.0), lexical=None, importance=0.0),
+            Profile("bm25-only", vector=None, lexical=LexicalChannel(weight=1.0), importance=0.0),
+            Profile(
+                "rrf",
+                vector=VectorChannel(weight=1.0),
+                lexical=LexicalChannel(weight=1.0),
+                importance=0.0,
+                fusion="rrf",
+            ),
+        )
+    }
+)
+
+
+def customised(
+    profile: Profile, *, min_similarity: float | None = None, weights: Weights | None = None
+) -> Profile:
+    """``profile`` with another relevance floor and/or other fusion weights, named
+    ``"custom"``; ``profile`` itself when neither is given.
+
+    Raises:
+        ValidationError: ``weights`` is not a ``Weights`` of non-negative numbers,
+            ``min_similarity`` is not in [-1, 1], or the profile has no vector channel to put
+            a floor on.
+    """
+    if min_similarity is None and weights is None:
+        return profile
+    vector, words, importance = profile.vector, profile.lexical, profile.importance
+    if weights is not None:
+        if not isinstance(weights, Weights):
+            raise ValidationError(f"weights must be a hotmem.Weights; found {weights!r}")
+        if vector is not None:
+            vector = replace(vector, weight=weights.cosine)
+        if words is not None:
+            words = replace(words, weight=weights.bm25)
+        importance = _number("weights.importance", weights.importance, 0, _MAX_WEIGHT)
+    if min_similarity is not None:
+        floor = _number("min_similarity", min_similarity, -1.0, 1.0)
+        if vector is None:
+            raise ValidationError(
+                f"min_similarity needs a vector channel; profile {profile.name!r} has none"
+            )
+        vector = replace(vector, floor=floor)
+    return replace(profile, name="custom", vector=vector, lexical=words, importance=importance)
+
+
+def resolve_profile(profile: str | Profile | None, *, default: str = DEFAULT_PROFILE) -> Profile:
+    """The built-in profile named ``profile`` (``default`` for ``None``), or ``profile`` itself.
+
+    Raises:
+        ValidationError: no built-in profile has this name.
+    """
+    if profile is None:
+        profile = default
+    if isinstance(profile, Profile):
+        return profile
+    if not isinstance(profile, str) or profile not in PROFILES:
+        raise ValidationError(
+            f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)} "
+            "or a hotmem.Profile"
+        )
+    return PROFILES[profile]
