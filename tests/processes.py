@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 import pty
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Completed", "entry_point", "run", "run_on_terminal"]
+__all__ = ["Completed", "default_sigint", "entry_point", "run", "run_on_terminal"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +29,12 @@ class Completed:
 def entry_point(module: str) -> list[str]:
     """The argv prefix that runs ``module``'s ``main`` in this interpreter."""
     return [sys.executable, "-c", f"import sys; from {module} import main; sys.exit(main())"]
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` giving the child SIGINT's default action, as in a foreground terminal: a
+    test run in the background (``pytest &``) inherits SIGINT ignored, and Python keeps it so."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _environment(home: Path | None, extra: dict[str, str] | None) -> dict[str, str]:

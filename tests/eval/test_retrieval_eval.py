@@ -421,3 +421,28 @@ def test_every_error_class_has_one_exit_code(
     assert main([]) == code
     assert capsys.readouterr().err.splitlines()[-1] == last_line
     assert main(["query", "run/", "select 1"]) == code
+
+
+def test_query_output_into_a_closed_pipe_ends_quietly(run_dir: Path) -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "query",
+            str(run_dir / "out" / "export"),
+            "select * from range(300000)",
+            "--format",
+            "csv",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    assert process.stderr is not None
+    first = process.stdout.readline()  # about 2 MB of rows: the pipe fills; then close it
+    process.stdout.close()
+    with process.stderr:
+        err = process.stderr.read()
+    process.wait(timeout=120)
+    assert first == b"range\n"
+    assert (process.returncode, err) == (0, b"")

@@ -16,7 +16,7 @@ import pytest
 
 import hotmem
 from hotmem import cli
-from tests.processes import run, run_on_terminal
+from tests.processes import default_sigint, run, run_on_terminal
 
 HOTMEM = [sys.executable, "-m", "hotmem"]
 DATA = Path(__file__).parent / "data"
@@ -211,6 +211,7 @@ def test_ctrl_c_prints_interrupted_and_exits_130(tmp_path: Path) -> None:
         [*HOTMEM, "--db", str(tmp_path / "s.db"), "import", str(fifo)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
     )
     # Opening the FIFO returns once the import has opened it: the command is running.
     with open(fifo, "w") as writer:
