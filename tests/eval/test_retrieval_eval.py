@@ -118,7 +118,7 @@ def test_report_has_every_section(run_dir: Path, result: dict) -> None:
 
 def test_report_shows_the_group_metrics(run_dir: Path, result: dict) -> None:
     report = (run_dir / "out" / "report.md").read_text()
-    assert "| nDCG@5 | group R@5 | α-nDCG@5 | neg FPR@5 |" in report
+    assert "| scope | group R@5 | α-nDCG@5 | neg FPR@5 |" in report
     block = result["metrics"]["by_category"]["near_duplicate_diversity"]
     groups, alpha = block["group_recall_at_k"], block["alpha_ndcg_at_k"]
     (line,) = [s for s in report.splitlines() if s.startswith("- **near_duplicate_diversity**")]
