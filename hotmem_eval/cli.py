@@ -19,6 +19,7 @@ The default fixture and baseline are the checkout's ``benchmarks/retrieval/`` wh
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
 import json
 import os
@@ -72,8 +73,31 @@ COMMANDS_HELP = """commands:
 """
 
 
+#: What the commands import beyond the standard library: the ``eval`` extra.
+EXTRA_MODULES = ("duckdb", "numpy", "polars", "pyarrow")
+
+
+def _require_the_extra() -> None:
+    """Refuse to start without the ``eval`` extra (``hotmem`` alone installs this command too).
+
+    Raises:
+        EvalError: a module of the extra is missing, named in the message.
+    """
+    missing = [name for name in EXTRA_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise EvalError(
+            f"the 'eval' extra is not installed (missing modules: "
+            f"{', '.join(missing)}); install it with pip install '.[eval]' in a HotMem checkout "
+            "(with uv: uv sync), or pip install 'hotmem[eval] @ PATH_TO_THE_CHECKOUT'"
+        )
+
+
 def _run_parser() -> argparse.ArgumentParser:
-    committed = "benchmarks/retrieval/" if IN_CHECKOUT else f"{FIXTURE_DIR}/"
+    committed = (
+        "the committed fixture, benchmarks/retrieval/"
+        if IN_CHECKOUT
+        else f"the fixture installed with hotmem_eval, {FIXTURE_DIR}/"
+    )
     parser = argparse.ArgumentParser(
         prog="hotmem-eval",
         usage="%(prog)s [run] [options]\n       %(prog)s query DIR [DIR ...] SQL [options]",
@@ -88,14 +112,14 @@ def _run_parser() -> argparse.ArgumentParser:
         type=Path,
         default=FIXTURE_DIR / "corpus.jsonl",
         metavar="PATH",
-        help=f"the memories, JSON Lines (default: the committed fixture, {committed}corpus.jsonl)",
+        help=f"the memories, JSON Lines (default: {committed}corpus.jsonl)",
     )
     parser.add_argument(
         "--queries",
         type=Path,
         default=FIXTURE_DIR / "queries.jsonl",
         metavar="PATH",
-        help=f"the evaluated queries, JSON Lines (default: {committed}queries.jsonl)",
+        help="the evaluated queries, JSON Lines (default: queries.jsonl beside the corpus default)",
     )
     parser.add_argument(
         "--output", type=Path, metavar="PATH", help="write the JSON result here (default: none)"
@@ -131,7 +155,7 @@ def _run_parser() -> argparse.ArgumentParser:
         type=Path,
         default=FIXTURE_DIR / "baseline.json",
         metavar="PATH",
-        help=f"the baseline to check or update (default: {committed}baseline.json)",
+        help="the baseline to check or update (default: baseline.json beside the corpus default)",
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
@@ -334,13 +358,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if arguments[:1] == ["query"]:
             parser = _query_parser()
-            return _query(parser.parse_intermixed_args(arguments[1:]), parser)
+            query_args = parser.parse_intermixed_args(arguments[1:])
+            _require_the_extra()
+            return _query(query_args, parser)
         if arguments[:1] == ["run"]:
             arguments = arguments[1:]
         parser = _run_parser()
         args = parser.parse_args(arguments)
         if args.force and not args.update_baseline:
             parser.error("--force goes with --update-baseline only")
+        _require_the_extra()
         return _run(args)
     except BrokenPipeError:
         _quiet_stdout()
