@@ -88,7 +88,7 @@ def _require_the_extra() -> None:
         raise EvalError(
             f"the 'eval' extra is not installed (missing modules: "
             f"{', '.join(missing)}); install it with pip install '.[eval]' in a HotMem checkout "
-            "(with uv: uv sync), or pip install 'hotmem[eval] @ PATH_TO_THE_CHECKOUT'"
+            "(with uv: uv sync), or pip install 'hotmem[eval] @ file:///PATH/TO/THE/CHECKOUT'"
         )
 
 

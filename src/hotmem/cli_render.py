@@ -12,7 +12,7 @@ __all__ = ["diagnosis_lines", "result_lines", "score_line"]
 def score_line(score: float, components: ScoreComponents, weights: Weights = WEIGHTS) -> str:
     """``score S = 0.6 * cosine C + 0.2 * bm25 B + 0.2 * importance I`` and the lexical match."""
     lexical = (
-        f"lexical match, bm25 {components.bm25_raw:.4f}"
+        f"lexical match, bm25 {components.bm25_raw:.5g}"
         if components.bm25_raw is not None
         else "no lexical match"
     )
