@@ -78,7 +78,8 @@ def run_on_terminal(
     timeout: float = 120,
 ) -> Completed:
     """Run ``argv`` with stderr on a pseudo-terminal (so ``isatty()`` is true) and stdout on a
-    pipe; ``err`` is what the terminal received, byte for byte."""
+    pipe; ``err`` is what the terminal received, byte for byte (its ``\n`` shown as ``\r\n``).
+    stdout is read at the end: keep it under a pipe's buffer (64 KiB)."""
     master, slave = pty.openpty()
     process = subprocess.Popen(
         list(argv),
