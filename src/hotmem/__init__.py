@@ -13,6 +13,7 @@ Public API::
 from __future__ import annotations
 
 from hotmem.db import MemoryStore, open_store
+from hotmem.diagnosis import VERDICTS, Diagnosis, Verdict, diagnose
 from hotmem.embed import DIMENSION, MODEL_NAME, embed
 from hotmem.embedders import EMBEDDERS, SEMANTIC_MODEL, Embedder, EmbedderEntry, get_embedder
 from hotmem.errors import (
@@ -39,6 +40,7 @@ from hotmem.fts import FTS_TOKENIZER, LEXICAL_INDEX
 from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
 from hotmem.jsonl import MAX_JSON_DEPTH, MAX_JSON_NUMBER, JsonlProblem, JsonlRecord, read_jsonl
 from hotmem.models import Memory, fixed_clock, parse_timestamp, system_clock
+from hotmem.progress import Progress, ProgressCallback
 from hotmem.search import (
     MAX_LIMIT,
     Explanation,
@@ -73,8 +75,10 @@ __all__ = [
     "MIN_SIMILARITY",
     "MODEL_NAME",
     "SEMANTIC_MODEL",
+    "VERDICTS",
     "WEIGHTS",
     "Breach",
+    "Diagnosis",
     "DuplicateMemoryError",
     "Embedder",
     "EmbedderEntry",
@@ -89,6 +93,8 @@ __all__ = [
     "MemoryNotFoundError",
     "MemoryStore",
     "MissingExtraError",
+    "Progress",
+    "ProgressCallback",
     "ScoreComponents",
     "SearchResult",
     "SnapshotError",
@@ -96,10 +102,12 @@ __all__ = [
     "SnapshotReport",
     "StoreError",
     "ValidationError",
+    "Verdict",
     "VerificationError",
     "VerificationReport",
     "Weights",
     "__version__",
+    "diagnose",
     "embed",
     "explain",
     "field_breach",
