@@ -1,8 +1,8 @@
 """Why a relevant memory was missed: scope, floor, no channel, or outranked.
 
-Every reason comes from the production ranking itself: ``hotmem.explain`` for a memory that
-was not returned, and a deeper ``search_memories`` call for the rank it actually holds and the
-memories that beat it. Nothing here recomputes a score.
+Every reason is ``hotmem.diagnose``'s verdict, from the production ranking itself:
+``hotmem.explain`` for a memory that was not returned, and a deeper ``search_memories`` call
+for the rank it actually holds and the memories that beat it. Nothing here recomputes a score.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 import hotmem
+from hotmem_eval.errors import EvalError
 from hotmem_eval.fixture_schema import RELEVANT_GRADE
 from hotmem_eval.runner import rows_by_query
 
@@ -29,15 +30,9 @@ __all__ = [
 
 Reason = Literal["outside_scope", "no_channel_match", "below_floor", "outranked"]
 
-#: Search cosines are exact to 1e-6 (docs/embedding.md): below this, a cosine is no signal.
-COSINE_TOLERANCE = 1e-6
-
-#: reason -> what it means, in report order.
+#: reason -> what it means, in report order: ``hotmem.VERDICTS`` of a memory not returned.
 REASONS: Mapping[str, str] = {
-    "outside_scope": "the memory belongs to another identifier than the scope searched",
-    "no_channel_match": "no query term matched (BM25) and its cosine is <= 0 (within 1e-6)",
-    "below_floor": "no query term matched and its cosine is below min_similarity",
-    "outranked": "a candidate, but other memories scored higher",
+    reason: meaning for reason, meaning in hotmem.VERDICTS.items() if reason != "returned"
 }
 
 
@@ -127,75 +122,40 @@ def misses_table(misses: Sequence[Miss]) -> pa.Table:
     )
 
 
-def _f(value: float) -> str:
-    """Four decimals, with -0.0000 shown as 0.0000."""
-    return f"{round(value, 4) + 0.0:.4f}"
-
-
-def _explain_miss(
-    store: hotmem.MemoryStore,
-    query: Mapping[str, Any],
-    memory_id: str,
-    grade: int,
-    top: list[dict[str, Any]],
-) -> Miss:
-    text: str = query["query"]
-    scope: str | None = query["identifier"]
-    explanation = hotmem.explain(store, text, memory_id, identifier=scope)
+def _miss(query_id: str, grade: int, diagnosis: hotmem.Diagnosis) -> Miss:
+    verdict = diagnosis.verdict
+    if verdict == "returned":  # the run's top k and a new search disagree
+        raise EvalError(
+            f"query_id={query_id!r}: {diagnosis.explanation.memory_id} is missing from the "
+            f"run's top {diagnosis.limit} but a new search returns it at rank {diagnosis.rank}: "
+            "retrieval is not deterministic"
+        )
+    explanation = diagnosis.explanation
     components = explanation.components
-    candidate_rank: int | None = None
-    outranked_by: tuple[Outranker, ...] = ()
-    if not explanation.in_scope:
-        reason: Reason = "outside_scope"
-        detail = f"memory is in {explanation.identifier!r}; the query searched {scope!r}"
-    elif not explanation.passes_floor and components.cosine <= COSINE_TOLERANCE:
-        reason = "no_channel_match"
-        detail = f"no lexical match; cosine {_f(components.cosine)} <= 0"
-    elif not explanation.passes_floor:
-        reason = "below_floor"
-        detail = (
-            f"no lexical match; cosine {_f(components.cosine)} < "
-            f"min_similarity {hotmem.MIN_SIMILARITY}"
-        )
-    else:
-        reason = "outranked"
-        deep = hotmem.search_memories(
-            store,
-            text,
-            identifier=scope,
-            limit=max(1, min(len(store), hotmem.MAX_LIMIT)),
-        )
-        candidate_rank = next((r.rank for r in deep if r.memory_id == memory_id), None)
-        outranked_by = tuple(
-            Outranker(
-                memory_id=row["memory_id"],
-                rank=row["rank"],
-                score=row["score"],
-                cosine=row["cosine"],
-                bm25_normalised=row["bm25_normalised"],
-                importance=row["importance"],
-                margin=row["score"] - explanation.score,
-            )
-            for row in top
-        )
-        best = outranked_by[0] if outranked_by else None
-        where = f"rank {candidate_rank}" if candidate_rank else "beyond rank 10000"
-        detail = f"score {_f(explanation.score)} at {where}"
-        if best is not None:
-            detail += f"; {best.memory_id} leads by {_f(best.margin)}"
     return Miss(
-        query_id=str(query["query_id"]),
-        memory_id=memory_id,
+        query_id=query_id,
+        memory_id=explanation.memory_id,
         grade=grade,
-        reason=reason,
-        detail=detail,
+        reason=verdict,
+        detail=diagnosis.detail,
         score=explanation.score,
         cosine=components.cosine,
         bm25_raw=components.bm25_raw,
         bm25_normalised=components.bm25_normalised,
         importance=components.importance,
-        candidate_rank=candidate_rank,
-        outranked_by=outranked_by,
+        candidate_rank=diagnosis.rank,
+        outranked_by=tuple(
+            Outranker(
+                memory_id=r.memory_id,
+                rank=r.rank,
+                score=r.score,
+                cosine=r.components.cosine,
+                bm25_normalised=r.components.bm25_normalised,
+                importance=r.components.importance,
+                margin=r.score - explanation.score,
+            )
+            for r in diagnosis.above
+        ),
     )
 
 
@@ -211,13 +171,16 @@ def attribute_misses(
         if row["grade"] >= RELEVANT_GRADE:
             relevant.setdefault(row["query_id"], {})[row["memory_id"]] = row["grade"]
     returned = {
-        query_id: [row for row in rows if row["rank"] <= top_k]
+        query_id: {row["memory_id"] for row in rows if row["rank"] <= top_k}
         for query_id, rows in rows_by_query(results).items()
     }
     misses: list[Miss] = []
     for query in queries.select(["query_id", "query", "identifier"]).to_pylist():
-        wanted = relevant.get(query["query_id"], {})
-        top = returned.get(query["query_id"], [])
-        missing = sorted(set(wanted) - {row["memory_id"] for row in top})
-        misses.extend(_explain_miss(store, query, m, wanted[m], top) for m in missing)
+        query_id = str(query["query_id"])
+        wanted = relevant.get(query_id, {})
+        for memory_id in sorted(set(wanted) - returned.get(query_id, set())):
+            diagnosis = hotmem.diagnose(
+                store, query["query"], memory_id, identifier=query["identifier"], limit=top_k
+            )
+            misses.append(_miss(query_id, wanted[memory_id], diagnosis))
     return misses

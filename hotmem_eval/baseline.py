@@ -4,12 +4,14 @@ Normalising keeps only what a code change can move: configuration that shapes ra
 fixture counts, every metric, each query's ordered ids, grades and scores, the miss reasons,
 the transfer outcome and the recommendation. Timestamps, timings, paths, the HotMem version,
 the git commit and the package size are dropped; floats are rounded to ``DIGITS`` places; keys
-are sorted. Only ``--update-baseline`` rewrites the file. The directional check gates the
-metrics the registry marks ``gated`` (``GATED``).
+are sorted. Only ``--update-baseline`` rewrites the file, and only from a run on the fixture
+beside it (``update_refusal``) unless forced. The directional check gates the metrics the
+registry marks ``gated`` (``GATED``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,7 @@ __all__ = [
     "load_baseline",
     "normalise",
     "render_diff",
+    "update_refusal",
 ]
 
 DIGITS = 9
@@ -81,6 +84,39 @@ def normalise(result: dict[str, Any]) -> dict[str, Any]:
         "recommendation": {key: result["recommendation"][key] for key in ("rule", "code", "text")},
     }
     return _round(normalised)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def update_refusal(baseline: Path, corpus: Path, queries: Path) -> str | None:
+    """Why ``--update-baseline`` must not write ``baseline`` from a run on (corpus, queries).
+
+    A baseline belongs to the fixture beside it: ``DIR/baseline.json`` to ``DIR/corpus.jsonl``
+    and ``DIR/queries.jsonl`` (the committed one to ``benchmarks/retrieval/``). When both files
+    are there and the run's differ from them (their SHA-256 digests), the run is of another
+    fixture and would overwrite that fixture's baseline: the reason is returned. Without a
+    fixture beside the baseline there is nothing to compare: None.
+
+    Raises:
+        OSError: a fixture file cannot be read.
+    """
+    beside = (baseline.parent / "corpus.jsonl", baseline.parent / "queries.jsonl")
+    if not all(path.is_file() for path in beside):
+        return None
+    differ = [
+        f"{ran} (sha256 {digest[:12]}...) is not {kept} (sha256 {expected[:12]}...)"
+        for ran, kept in zip((corpus, queries), beside, strict=True)
+        if (digest := _sha256(ran)) != (expected := _sha256(kept))
+    ]
+    if not differ:
+        return None
+    return (
+        f"refusing to overwrite {baseline}: it is the baseline of the fixture beside it, and this "
+        f"run used another ({'; '.join(differ)}); pass --baseline PATH for a baseline of this "
+        "fixture, or --force to overwrite it anyway"
+    )
 
 
 def dumps(document: dict[str, Any]) -> str:

@@ -3,23 +3,31 @@
 ::
 
     hotmem-eval [run] [--corpus P] [--queries P] [--output P] [--report P] [--top-k N]
-                [--repeat N] [--export-dir D] [--baseline P] [--check-baseline | --update-baseline]
+                [--repeat N] [--export-dir D] [--baseline P]
+                [--check-baseline | --update-baseline [--force]]
     hotmem-eval query DIR [DIR ...] SQL [--format table|csv|json] [--safe]
 
 Exit codes come from one table, ``EXIT_CODES``: 0 success; 1 evaluator failure; 2 invalid
 input (every fixture problem as ``path:line: reason``, a run directory or SQL that cannot be
-used) or usage; 3 the run differs from the baseline (``--check-baseline``); 130 interrupted.
+used, a baseline update refused) or usage; 3 the run differs from the baseline
+(``--check-baseline``); 130 interrupted. A closed stdout (``| head``) ends quietly.
+
+The default fixture and baseline are the checkout's ``benchmarks/retrieval/`` when
+``hotmem_eval`` runs from a checkout, else the copies installed with it (``fixture/``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import io
 import json
 import os
 import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
+from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -38,8 +46,12 @@ __all__ = [
 ]
 
 EXIT_OK, EXIT_FAILURE, EXIT_INVALID, EXIT_BASELINE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURE_DIR = ROOT / "benchmarks" / "retrieval"
+PACKAGE = Path(__file__).resolve().parent
+ROOT = PACKAGE.parent
+#: Run from a checkout (the repository's pyproject.toml and fixture beside the package)?
+IN_CHECKOUT = (ROOT / "pyproject.toml").is_file() and (ROOT / "benchmarks" / "retrieval").is_dir()
+#: The committed fixture and baseline: the checkout's, else the copies in the installed wheel.
+FIXTURE_DIR = ROOT / "benchmarks" / "retrieval" if IN_CHECKOUT else PACKAGE / "fixture"
 
 
 def _bounded(low: int, high: int):
@@ -55,29 +67,112 @@ def _bounded(low: int, high: int):
     return parse
 
 
+COMMANDS_HELP = """commands:
+  run     evaluate retrieval on a fixture (the default: 'hotmem-eval' alone runs it)
+  query   run SQL over exported runs: 'hotmem-eval query DIR [DIR ...] SQL' (query --help)
+"""
+
+
+#: What the commands import beyond the standard library: the ``eval`` extra.
+EXTRA_MODULES = ("duckdb", "numpy", "polars", "pyarrow")
+
+
+def _require_the_extra() -> None:
+    """Refuse to start without the ``eval`` extra (``hotmem`` alone installs this command too).
+
+    Raises:
+        EvalError: a module of the extra is missing, named in the message.
+    """
+    missing = [name for name in EXTRA_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise EvalError(
+            f"the 'eval' extra is not installed (missing modules: "
+            f"{', '.join(missing)}); install it with pip install '.[eval]' in a HotMem checkout "
+            "(with uv: uv sync), or pip install 'hotmem[eval] @ file:///PATH/TO/THE/CHECKOUT'"
+        )
+
+
 def _run_parser() -> argparse.ArgumentParser:
+    committed = (
+        "the committed fixture, benchmarks/retrieval/"
+        if IN_CHECKOUT
+        else f"the fixture installed with hotmem_eval, {FIXTURE_DIR}/"
+    )
     parser = argparse.ArgumentParser(
         prog="hotmem-eval",
-        description="Evaluate HotMem retrieval on a fixture: metrics, failure reasons, "
-        "transfer invariance, timings and a recommendation.",
-        epilog="Use 'hotmem-eval query DIR... SQL' to query exported runs.",
+        usage="%(prog)s [run] [options]\n       %(prog)s query DIR [DIR ...] SQL [options]",
+        description="Evaluate HotMem retrieval on a fixture: metrics, failure reasons,\n"
+        "transfer invariance, timings and a recommendation.\n\n" + COMMANDS_HELP,
+        epilog="docs/retrieval-quality.md explains the report, the outputs and the exit codes.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--corpus", type=Path, default=FIXTURE_DIR / "corpus.jsonl")
-    parser.add_argument("--queries", type=Path, default=FIXTURE_DIR / "queries.jsonl")
-    parser.add_argument("--output", type=Path, help="write the JSON result here")
-    parser.add_argument("--report", type=Path, help="write the Markdown report here")
-    parser.add_argument("--top-k", type=_bounded(1, hotmem.MAX_LIMIT), default=5)
+    parser.add_argument("--version", action="version", version=_version())
     parser.add_argument(
-        "--repeat", type=_bounded(1, 1000), default=1, help="searches per query (latency only)"
+        "--corpus",
+        type=Path,
+        default=FIXTURE_DIR / "corpus.jsonl",
+        metavar="PATH",
+        help=f"the memories, JSON Lines (default: {committed}corpus.jsonl)",
     )
-    parser.add_argument("--export-dir", type=Path, help="write Parquet/CSV tables here")
-    parser.add_argument("--baseline", type=Path, default=FIXTURE_DIR / "baseline.json")
+    parser.add_argument(
+        "--queries",
+        type=Path,
+        default=FIXTURE_DIR / "queries.jsonl",
+        metavar="PATH",
+        help="the evaluated queries, JSON Lines (default: queries.jsonl beside the corpus default)",
+    )
+    parser.add_argument(
+        "--output", type=Path, metavar="PATH", help="write the JSON result here (default: none)"
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="PATH",
+        help="write the Markdown report here (default: on stdout, when no output is asked for)",
+    )
+    parser.add_argument(
+        "--top-k",
+        type=_bounded(1, hotmem.MAX_LIMIT),
+        default=5,
+        metavar="N",
+        help=f"k of every @k metric, 1..{hotmem.MAX_LIMIT} (default: 5)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=_bounded(1, 1000),
+        default=1,
+        metavar="N",
+        help="searches per query, for latency samples only, 1..1000 (default: 1)",
+    )
+    parser.add_argument(
+        "--export-dir",
+        type=Path,
+        metavar="DIR",
+        help="write Parquet and CSV tables here, for SQL (default: none)",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=FIXTURE_DIR / "baseline.json",
+        metavar="PATH",
+        help="the baseline to check or update (default: baseline.json beside the corpus default)",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
-        "--check-baseline", action="store_true", help="diff the run against the baseline"
+        "--check-baseline",
+        action="store_true",
+        help="diff the run against the baseline; exit 3 when it differs (default: off)",
     )
     mode.add_argument(
-        "--update-baseline", action="store_true", help="rewrite the baseline from this run"
+        "--update-baseline",
+        action="store_true",
+        help="rewrite the baseline from this run (default: off)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="with --update-baseline: overwrite a baseline that belongs to another fixture "
+        "(default: off)",
     )
     return parser
 
@@ -85,22 +180,41 @@ def _run_parser() -> argparse.ArgumentParser:
 def _query_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hotmem-eval query",
+        usage="%(prog)s [-h] [--format {table,csv,json}] [--safe] DIR [DIR ...] SQL",
         description="Run SQL over exported runs: every table is a view with a 'run' column; "
         "with one run, each SQL file is a view sql_<name>.",
     )
-    parser.add_argument("arguments", nargs="+", metavar="DIR... SQL")
-    parser.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    parser.add_argument(
+        "arguments",
+        nargs="+",
+        metavar="DIR... SQL",
+        help="run directories (written by hotmem-eval --export-dir), then the SQL",
+    )
+    parser.add_argument(
+        "--format",
+        choices=["table", "csv", "json"],
+        default="table",
+        help="how to print the result (default: table)",
+    )
     parser.add_argument(
         "--safe",
         action="store_true",
         help="read only the run tables: no other file, no network, no extensions "
-        "(without it the SQL has your full file and network access, as in duckdb)",
+        "(without it the SQL has your full file and network access, as in duckdb; "
+        "default: off)",
     )
     return parser
 
 
+def _version() -> str:
+    return f"hotmem-eval {hotmem.__version__}"
+
+
 def git_commit() -> str | None:
-    """The checkout's commit, or None outside a git checkout."""
+    """The checkout's commit, or None outside a git checkout (an installed package has none,
+    even in a virtual environment inside some other repository)."""
+    if not IN_CHECKOUT:
+        return None
     try:
         completed = subprocess.run(
             ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
@@ -130,10 +244,22 @@ def _run(args: argparse.Namespace) -> int:
     directories = [args.export_dir] if args.export_dir else []
     check_outputs(outputs + [p for d in directories for p in export_paths(d)], directories)
     fixture = load_fixture(args.corpus, args.queries)
+    if args.update_baseline:
+        if args.baseline.resolve().is_relative_to(PACKAGE):
+            raise UsageError(
+                f"refusing to overwrite {args.baseline}: the default baseline is part of the "
+                "installed hotmem_eval package; pass --baseline PATH for a baseline of your own"
+            )
+        refusal = baseline_module.update_refusal(args.baseline, args.corpus, args.queries)
+        if refusal is not None and not args.force:
+            raise UsageError(refusal)
     for warning in fixture.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="hotmem-eval-") as workdir:
-        run = evaluate(fixture, Path(workdir), top_k=args.top_k, repeat=args.repeat)
+    searching = hotmem.Progress("hotmem-eval: searching", unit="queries")
+    with tempfile.TemporaryDirectory(prefix="hotmem-eval-") as workdir, searching:
+        run = evaluate(
+            fixture, Path(workdir), top_k=args.top_k, repeat=args.repeat, progress=searching
+        )
     result = build_result(run, generated_at=datetime.now(UTC), git_commit=git_commit())
     markdown = render_markdown(result)
     normalised = baseline_module.normalise(result)
@@ -155,7 +281,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.export_dir:
         write_exports(run, args.export_dir, result=result)
     if not (args.output or args.report or args.export_dir):
-        sys.stdout.write(markdown)
+        _write_stdout(markdown)
     return code
 
 
@@ -166,8 +292,26 @@ def _query(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("expected at least one run directory and then the SQL")
     *directories, sql = args.arguments
     output = run_query([Path(d) for d in directories], sql, fmt=args.format, safe=args.safe)
-    sys.stdout.write(output)
+    _write_stdout(output)
     return EXIT_OK
+
+
+def _write_stdout(text: str) -> None:
+    """Write ``text`` to stdout; a reader that went away (``| head``) is not an error."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe: send what is left of stdout to the null device, so that Python's
+    final flush does not complain."""
+    with suppress(OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 #: error class -> (exit code, how its one line starts). The most specific class of an error's
@@ -214,13 +358,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if arguments[:1] == ["query"]:
             parser = _query_parser()
-            return _query(parser.parse_intermixed_args(arguments[1:]), parser)
+            query_args = parser.parse_intermixed_args(arguments[1:])
+            _require_the_extra()
+            return _query(query_args, parser)
         if arguments[:1] == ["run"]:
             arguments = arguments[1:]
-        return _run(_run_parser().parse_args(arguments))
+        parser = _run_parser()
+        args = parser.parse_args(arguments)
+        if args.force and not args.update_baseline:
+            parser.error("--force goes with --update-baseline only")
+        _require_the_extra()
+        return _run(args)
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_OK
     except tuple(EXIT_CODES) as exc:
         code, prefix = exit_code(exc)
-        print(f"{prefix}{_message(exc)}", file=sys.stderr)
+        with suppress(OSError, ValueError):
+            print(f"{prefix}{_message(exc)}", file=sys.stderr)
         return code
     except Exception as exc:  # an evaluator bug: one line, or the traceback when asked for
         if os.environ.get("HOTMEM_EVAL_TRACEBACK"):

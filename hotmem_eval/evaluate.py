@@ -12,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
+import hotmem
 from hotmem_eval.attribution import Miss, attribute_misses
 from hotmem_eval.decision import Evidence, Recommendation, recommend
 from hotmem_eval.fixture_schema import DUPLICATE_CATEGORY
@@ -65,13 +66,21 @@ def evidence_from(aggregate: pl.DataFrame, transfer: TransferOutcome, *, top_k: 
     )
 
 
-def evaluate(fixture: Fixture, workdir: Path, *, top_k: int = 5, repeat: int = 1) -> EvalRun:
-    """Run the whole evaluation of ``fixture`` with stores and packages under ``workdir``."""
+def evaluate(
+    fixture: Fixture,
+    workdir: Path,
+    *,
+    top_k: int = 5,
+    repeat: int = 1,
+    progress: hotmem.ProgressCallback | None = None,
+) -> EvalRun:
+    """Run the whole evaluation of ``fixture`` with stores and packages under ``workdir``;
+    ``progress`` is called with (queries searched, queries) as the searches go."""
     started = time.perf_counter()
     store = open_fixture_store(workdir / "source.db", fixture.corpus)
     ingest_s = time.perf_counter() - started
     with store:
-        run = run_queries(store, fixture.queries, top_k=top_k, repeat=repeat)
+        run = run_queries(store, fixture.queries, top_k=top_k, repeat=repeat, progress=progress)
         misses = attribute_misses(store, fixture.queries, fixture.qrels, run.results, top_k=top_k)
         transfer = run_transfer(store, fixture.queries, run.results, workdir, top_k=top_k)
     results = pl.DataFrame(run.results)

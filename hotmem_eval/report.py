@@ -11,11 +11,25 @@ from typing import Any
 from hotmem_eval.attribution import REASONS
 from hotmem_eval.fixture_schema import CATEGORIES
 from hotmem_eval.metric_registry import METRICS
+from hotmem_eval.report_queries import TEXT_WIDTH, negative_lines, worst_query_lines
+from hotmem_eval.report_rules import rule_lines
 
-__all__ = ["NOT_PROVEN", "render_markdown"]
+__all__ = ["NOT_PROVEN", "TABLES", "render_markdown"]
 
 #: Report columns, from the registry: metric -> header (its label). ``k`` is substituted.
 COLUMNS = {name: metric.label for name, metric in METRICS.items() if metric.in_report}
+#: The metrics tables, each narrow enough for a page: what it shows -> its metrics, which are
+#: the report columns in registry order (a test holds them to ``COLUMNS``).
+TABLES: dict[str, tuple[str, ...]] = {
+    "Relevance": ("recall_at_1", "recall_at_k", "success_at_k", "mrr_at_k", "ndcg_at_k"),
+    "Diversity, false positives and scope": (
+        "group_recall_at_k",
+        "alpha_ndcg_at_k",
+        "negative_fpr_at_k",
+        "duplicate_slot_rate_at_k",
+        "scope_leak_rate_at_k",
+    ),
+}
 
 NOT_PROVEN = (
     "That HotMem retrieves well on *your* data: the fixture is small and synthetic, written "
@@ -47,36 +61,25 @@ def _cell(block: dict[str, Any] | None) -> str:
     return text
 
 
-def _metrics_table(result: dict[str, Any]) -> list[str]:
+def _metrics_tables(result: dict[str, Any]) -> list[str]:
     k = result["configuration"]["top_k"]
-    headers = ["scope", "queries", *(h.format(k=k) for h in COLUMNS.values())]
-    lines = ["| " + " | ".join(headers) + " |", "|---|---:|" + "---:|" * len(COLUMNS)]
     metrics = result["metrics"]
-    rows = [("**overall**", metrics["overall"])]
-    rows += _by_category(result)
     counts = result["fixture"]["category_counts"]
-    for name, block in rows:
-        queries = result["fixture"]["query_count"] if name == "**overall**" else counts.get(name, 0)
-        cells = [_cell(block.get(metric)) for metric in COLUMNS]
-        lines.append(f"| {name} | {queries} | " + " | ".join(cells) + " |")
+    rows = [("**overall**", metrics["overall"]), *_by_category(result)]
+    lines: list[str] = []
+    for number, (title, columns) in enumerate(TABLES.items()):
+        first = number == 0
+        headers = ["scope", *(["queries"] if first else []), *(COLUMNS[c] for c in columns)]
+        lines += [f"**{title}**", ""] if lines == [] else ["", f"**{title}**", ""]
+        lines.append("| " + " | ".join(h.format(k=k) for h in headers) + " |")
+        lines.append("|---|" + ("---:|" if first else "") + "---:|" * len(columns))
+        for name, block in rows:
+            queries = (
+                result["fixture"]["query_count"] if name == "**overall**" else counts.get(name, 0)
+            )
+            cells = [*([str(queries)] if first else []), *(_cell(block.get(m)) for m in columns)]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
-
-
-def _ids(pairs: list[tuple[str, int]]) -> str:
-    return ", ".join(f"{memory_id} ({grade})" for memory_id, grade in pairs) or "–"
-
-
-def _worst(result: dict[str, Any], count: int = 5) -> list[dict[str, Any]]:
-    positives = [q for q in result["queries"] if "recall_at_k" in q["metrics"]]
-    positives.sort(
-        key=lambda q: (
-            q["metrics"]["ndcg_at_k"],
-            q["metrics"]["recall_at_k"],
-            q["metrics"]["mrr_at_k"],
-            q["query_id"],
-        )
-    )
-    return [q for q in positives if q["metrics"]["ndcg_at_k"] < 1.0][:count]
 
 
 def _observations(result: dict[str, Any]) -> list[str]:
@@ -208,6 +211,12 @@ def render_markdown(result: dict[str, Any]) -> str:
         "",
         f"**Rule {recommendation['rule']} ({recommendation['code']})**: {recommendation['text']}",
         "",
+        "Rules 1 to 4 are tried in order; the first that applies is the recommendation:",
+        "",
+        *rule_lines(result),
+        "",
+        "Rules 5 and 6 are standing guards, in force with every recommendation:",
+        "",
         *(f"- {guard}" for guard in recommendation["guards"]),
         "",
         "These are prioritisation rules for the next retrieval change, not release thresholds.",
@@ -217,20 +226,20 @@ def render_markdown(result: dict[str, Any]) -> str:
         f"Relevant means grade >= {config['relevant_grade']}. Values are means over the "
         "applicable queries; (n/d) are the pooled integer counts. – means no applicable query.",
         "",
-        *_metrics_table(result),
+        *_metrics_tables(result),
         "",
         f"## Five worst queries (by nDCG@{k})",
         "",
-        "| query | category | nDCG | expected (grade) | returned (grade) |",
-        "|---|---|---:|---|---|",
+        "Each query's graded memories (expected, grade in brackets), then what it returned, "
+        "rank by rank. Facts are cut at "
+        f"{TEXT_WIDTH} characters.",
+        "",
+        *worst_query_lines(result),
+        "",
+        "## Negative queries that returned something",
+        "",
+        *negative_lines(result),
     ]
-    for q in _worst(result):
-        expected = [(m, g) for m, g in q["relevance"].items() if g >= 1]
-        returned = [(r["memory_id"], r["grade"]) for r in q["results"]]
-        out.append(
-            f"| {q['query_id']} | {q['category']} | {q['metrics']['ndcg_at_k']:.3f} "
-            f"| {_ids(expected)} | {_ids(returned)} |"
-        )
     misses = [(q, m) for q in result["queries"] for m in q["missed"]]
     counts = Counter(m["reason"] for _, m in misses)
     out += ["", "## Why relevant memories were missed", ""]

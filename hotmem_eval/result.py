@@ -112,6 +112,14 @@ def _queries(run: EvalRun) -> list[dict[str, Any]]:
     return entries
 
 
+def _facts(run: EvalRun, queries: list[dict[str, Any]]) -> dict[str, str]:
+    """The fact of every memory a query grades or returned, by memory_id (for the report)."""
+    wanted = {m for q in queries for m in q["relevance"]}
+    wanted |= {r["memory_id"] for q in queries for r in q["results"]}
+    corpus = run.fixture.corpus.select(["memory_id", "fact"]).to_pylist()
+    return {row["memory_id"]: row["fact"] for row in corpus if row["memory_id"] in wanted}
+
+
 def _timings(run: EvalRun) -> dict[str, Any]:
     t = run.transfer
     records = t.source_rows
@@ -185,6 +193,7 @@ def build_result(run: EvalRun, *, generated_at: datetime, git_commit: str | None
         "timings": _timings(run),
         "queries": queries,
         "failed_query_ids": [q["query_id"] for q in queries if q["failures"]],
+        "facts": _facts(run, queries),
         "recommendation": {
             "rule": recommendation.rule,
             "code": recommendation.code,

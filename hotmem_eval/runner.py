@@ -79,16 +79,24 @@ def rows_by_query(table: pa.Table | pl.DataFrame) -> dict[str, list[dict[str, An
 
 
 def run_queries(
-    store: hotmem.MemoryStore, queries: pa.Table, *, top_k: int, repeat: int = 1
+    store: hotmem.MemoryStore,
+    queries: pa.Table,
+    *,
+    top_k: int,
+    repeat: int = 1,
+    progress: hotmem.ProgressCallback | None = None,
 ) -> QueryRun:
-    """Search every query ``repeat`` times (scoped by its identifier when it has one).
+    """Search every query ``repeat`` times (scoped by its identifier when it has one);
+    ``progress`` is called with (queries done, queries) after each query.
 
     Raises:
         EvalError: a repeat returned different results: retrieval is not deterministic.
     """
     rows: list[dict[str, object]] = []
     latencies: list[float] = []
-    for query in queries.select(["query_id", "query", "identifier"]).to_pylist():
+    for done, query in enumerate(
+        queries.select(["query_id", "query", "identifier"]).to_pylist(), start=1
+    ):
         first: list[dict[str, object]] | None = None
         for _ in range(repeat):
             started = time.perf_counter()
@@ -105,4 +113,6 @@ def run_queries(
                     "retrieval is not deterministic"
                 )
         rows.extend(first or [])
+        if progress is not None:
+            progress(done, queries.num_rows)
     return QueryRun(pa.Table.from_pylist(rows, schema=RESULTS_SCHEMA), tuple(latencies))

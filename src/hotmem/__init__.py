@@ -13,6 +13,7 @@ Public API::
 from __future__ import annotations
 
 from hotmem.db import MemoryStore, open_store
+from hotmem.diagnosis import VERDICTS, Diagnosis, Verdict, diagnose
 from hotmem.embed import DIMENSION, MODEL_NAME, embed
 from hotmem.embedders import EMBEDDERS, SEMANTIC_MODEL, Embedder, EmbedderEntry, get_embedder
 from hotmem.errors import (
@@ -46,6 +47,7 @@ from hotmem.profiles import (
     Profile,
     VectorChannel,
 )
+from hotmem.progress import Progress, ProgressCallback
 from hotmem.search import (
     MAX_LIMIT,
     Explanation,
@@ -82,8 +84,10 @@ __all__ = [
     "MODEL_NAME",
     "PROFILES",
     "SEMANTIC_MODEL",
+    "VERDICTS",
     "WEIGHTS",
     "Breach",
+    "Diagnosis",
     "DuplicateMemoryError",
     "Embedder",
     "EmbedderEntry",
@@ -100,6 +104,8 @@ __all__ = [
     "MemoryStore",
     "MissingExtraError",
     "Profile",
+    "Progress",
+    "ProgressCallback",
     "ScoreComponents",
     "SearchResult",
     "SnapshotError",
@@ -108,10 +114,12 @@ __all__ = [
     "StoreError",
     "ValidationError",
     "VectorChannel",
+    "Verdict",
     "VerificationError",
     "VerificationReport",
     "Weights",
     "__version__",
+    "diagnose",
     "embed",
     "explain",
     "field_breach",

@@ -23,6 +23,7 @@ from hotmem.fields import lookup_text, shown
 from hotmem.inserts import ADD_BATCH
 from hotmem.models import Clock, Memory, make_memory, memory_from_mapping, system_clock
 from hotmem.profiles import DEFAULT_PROFILE, resolve_profile
+from hotmem.progress import ProgressCallback
 from hotmem.rows import MEMORY_COLUMNS, damaged, memory_from_row
 from hotmem.vectors import DamagedRowError, VectorIndex
 
@@ -378,10 +379,18 @@ class MemoryStore:
                 )
             )
 
-    def snapshot(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> SnapshotReport:
+    def snapshot(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        overwrite: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> SnapshotReport:
         """Write the store to a portable snapshot v2 package (``docs/snapshot-v2.md``).
 
         The package is byte-identical for the same memories, whatever their insertion order.
+        ``progress`` is called with (records written, records in the store) after each chunk
+        (``hotmem.Progress`` shows it on a terminal).
 
         Raises:
             SnapshotError: ``path`` exists (without ``overwrite``) or cannot be written.
@@ -389,7 +398,7 @@ class MemoryStore:
         # Imported here: the writer depends on the store, not the reverse (no import cycle).
         from hotmem.snapshot.writer import write_snapshot
 
-        return write_snapshot(self._connection, path, overwrite=overwrite)
+        return write_snapshot(self._connection, path, overwrite=overwrite, progress=progress)
 
     def rebuild_lexical_index(self) -> None:
         """Rebuild the word and CJK indexes from the facts, in one write transaction.

@@ -117,8 +117,9 @@ class HashEmbedder:
 
 
 def install_hint(extra: str) -> str:
-    """How to install an extra, with pip and with uv."""
-    return f"pip install 'hotmem[{extra}]' (in a checkout: uv sync --extra {extra})"
+    """How to install an extra, with pip and with uv, from a checkout (the name ``hotmem`` on
+    package indexes belongs to another project)."""
+    return f"pip install '.[{extra}]' in a HotMem checkout (with uv: uv sync --extra {extra})"
 
 
 @dataclass(frozen=True, slots=True)

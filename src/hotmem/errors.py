@@ -87,7 +87,7 @@ class MissingExtraError(HotmemError):
     """An optional capability needs an extra that is not installed.
 
     Attributes:
-        extra: the extra's name (``pip install 'hotmem[<extra>]'``).
+        extra: the extra's name (``pip install '.[<extra>]'`` in a checkout).
         missing: the modules that could not be imported.
     """
 

@@ -24,8 +24,9 @@ the full-text index tokenizes rebuilds it (``lexical_index.rebuild``).
 from __future__ import annotations
 
 import sqlite3
-import sys
 from collections.abc import Callable
+
+from hotmem.progress import Progress
 
 __all__ = ["MIGRATIONS", "Migration", "migrate"]
 
@@ -111,21 +112,21 @@ def migrate(connection: sqlite3.Connection, found: int, to: int) -> None:
     """Run ``MIGRATIONS[found]`` .. ``MIGRATIONS[to - 1]`` inside the caller's transaction.
 
     A store of ``_ANNOUNCE_ROWS`` memories or more says so on stderr, when stderr is a
-    terminal: rebuilding its indexes takes a while (about a second per 100,000 memories).
+    terminal (``hotmem.Progress``): rebuilding its indexes takes a while (about a second per
+    100,000 memories).
     """
     if found >= to:
         return
-    announce = sys.stderr.isatty() and (
+    progress = Progress(
+        f"hotmem: migrating the store from schema {found} to {to} "
+        "(rebuilding its full-text indexes)..."
+    )
+    announce = progress.enabled and (
         connection.execute("SELECT count(*) FROM memories").fetchone()[0] >= _ANNOUNCE_ROWS
     )
     if announce:
-        print(
-            f"hotmem: migrating the store from schema {found} to {to} "
-            "(rebuilding its full-text indexes)...",
-            file=sys.stderr,
-            flush=True,
-        )
+        progress()
     for step in range(found, to):
         MIGRATIONS[step](connection)
     if announce:
-        print(f"hotmem: store migrated to schema {to}", file=sys.stderr, flush=True)
+        progress.close(f"hotmem: store migrated to schema {to}")

@@ -118,7 +118,7 @@ def test_report_has_every_section(run_dir: Path, result: dict) -> None:
 
 def test_report_shows_the_group_metrics(run_dir: Path, result: dict) -> None:
     report = (run_dir / "out" / "report.md").read_text()
-    assert "| nDCG@5 | group R@5 | α-nDCG@5 | neg FPR@5 |" in report
+    assert "| scope | group R@5 | α-nDCG@5 | neg FPR@5 |" in report
     block = result["metrics"]["by_category"]["near_duplicate_diversity"]
     groups, alpha = block["group_recall_at_k"], block["alpha_ndcg_at_k"]
     (line,) = [s for s in report.splitlines() if s.startswith("- **near_duplicate_diversity**")]
@@ -421,3 +421,28 @@ def test_every_error_class_has_one_exit_code(
     assert main([]) == code
     assert capsys.readouterr().err.splitlines()[-1] == last_line
     assert main(["query", "run/", "select 1"]) == code
+
+
+def test_query_output_into_a_closed_pipe_ends_quietly(run_dir: Path) -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "query",
+            str(run_dir / "out" / "export"),
+            "select * from range(300000)",
+            "--format",
+            "csv",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    assert process.stderr is not None
+    first = process.stdout.readline()  # about 2 MB of rows: the pipe fills; then close it
+    process.stdout.close()
+    with process.stderr:
+        err = process.stderr.read()
+    process.wait(timeout=120)
+    assert first == b"range\n"
+    assert (process.returncode, err) == (0, b"")

@@ -11,7 +11,8 @@ import pytest
 
 import hotmem
 from hotmem import cli
-from hotmem.cli import default_db_path, main
+from hotmem.cli import main
+from hotmem.cli_support import default_db_path
 
 
 @pytest.fixture
@@ -108,18 +109,32 @@ def test_import_is_all_or_nothing_with_line_numbers(
             2,
             "hotmem: expected importance in [0, 1], found importance=3.0\n",
         ),
-        (["delete", "nope"], 1, "hotmem: no memory with memory_id='nope'\n"),
+        (["--db", "{store}", "delete", "nope"], 1, "hotmem: no memory with memory_id='nope'\n"),
         (
-            ["--db", "/nonexistent-dir/x.db", "stats"],
+            ["--db", "/nonexistent-dir/x.db", "add", "x", "--identifier", "a"],
             1,
             "hotmem: cannot open store '/nonexistent-dir/x.db': "
             "directory '/nonexistent-dir' does not exist\n",
         ),
+        (
+            ["--db", "/nonexistent-dir/x.db", "stats"],
+            2,
+            "hotmem: no store at '/nonexistent-dir/x.db' (add, import or hydrate creates one)\n",
+        ),
     ],
 )
 def test_user_mistakes_are_one_line(
-    home: Path, capsys: pytest.CaptureFixture[str], argv: list[str], code: int, message: str
+    home: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    code: int,
+    message: str,
 ) -> None:
+    store = tmp_path / "s.db"
+    with hotmem.open_store(store) as opened:
+        opened.add("Invoices need two approvals.", identifier="acme")
+    argv = [arg.format(store=store) for arg in argv]
     assert run(capsys, *argv)[0::2] == (code, message)
 
 
@@ -131,6 +146,7 @@ def test_usage_errors_exit_2(home: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_python_dash_m_runs_the_cli(tmp_path: Path) -> None:
+    hotmem.open_store(tmp_path / "s.db").close()
     completed = subprocess.run(
         [sys.executable, "-m", "hotmem", "--db", str(tmp_path / "s.db"), "stats"],
         capture_output=True,

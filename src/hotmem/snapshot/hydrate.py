@@ -26,6 +26,7 @@ from typing import Any
 from hotmem import lexical_index, schema, storage
 from hotmem.embed import VECTOR_BYTES
 from hotmem.errors import HydrationError, VerificationError
+from hotmem.progress import ProgressCallback
 from hotmem.snapshot._files import (
     RENAMES_OPEN_FILES,
     create_beside,
@@ -235,6 +236,7 @@ def hydrate(
     target: str | os.PathLike[str],
     *,
     recompute_vectors: bool = False,
+    progress: ProgressCallback | None = None,
 ) -> HydrationReport:
     """Verify the package at ``path`` and hydrate it into the store file ``target``.
 
@@ -249,6 +251,7 @@ def hydrate(
         target: the store file to create.
         recompute_vectors: re-embed every fact and refuse the package unless each vector is
             exactly its fact's embedding (slower; the package's vectors are otherwise trusted).
+        progress: called with (records loaded, records declared) after each chunk.
 
     Raises:
         SnapshotError: the package cannot be opened.
@@ -258,7 +261,7 @@ def hydrate(
     """
     destination = Path(target)
     check_target(destination)
-    with gc_paused(), PackageReader(path) as reader:
+    with gc_paused(), PackageReader(path, progress=progress) as reader:
         remove_leftovers(destination, ".hydrating", _SIDE_FILES)
         try:
             descriptor, temporary = create_beside(destination, ".hydrating")

@@ -27,6 +27,7 @@ from types import TracebackType
 
 from hotmem.embed import MODEL_NAME, embed_bytes
 from hotmem.errors import SnapshotError
+from hotmem.progress import ProgressCallback
 from hotmem.snapshot import format as fmt
 from hotmem.snapshot.container import MemberStream, load_member, read_directory
 from hotmem.snapshot.decoding import ChunkRecords, Keep, RecordsDecoder
@@ -125,13 +126,17 @@ class PackageReader:
 
     Iterate :meth:`chunks` to the end, then take :meth:`report`. Each chunk is yielded once its
     own records and vectors verified; the package as a whole is valid only if the report is.
+    ``progress`` is called with (records read, records the manifest declares) after each chunk.
 
     Raises:
         SnapshotError: the file cannot be opened or is not a regular file.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, progress: ProgressCallback | None = None
+    ) -> None:
         self.path = os.fspath(path)
+        self._progress = progress
         refused = SnapshotError(f"cannot read package {self.path!r}: not a regular file")
         try:
             if not stat.S_ISREG(os.stat(self.path).st_mode):
@@ -289,6 +294,8 @@ class PackageReader:
                 yield chunk
             # Drop this chunk before the next is read: one chunk's values at a time.
             del records, vectors, chunk
+            if self._progress is not None:
+                self._progress(self._record_count, manifest.record_count)
         names = [meta.name for meta in manifest.members]
         if all(name in digests for name in names):
             self._digest = content_digest((name, digests[name]) for name in names)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from hotmem.errors import SnapshotError
+from hotmem.progress import ProgressCallback
 from hotmem.snapshot._files import gc_paused
 from hotmem.snapshot.reader import PackageReader, VerificationReport
 from hotmem.snapshot.records import Column
@@ -21,7 +22,10 @@ def _ids_and_facts(columns: list[Column]) -> list[Column]:
 
 
 def verify_snapshot(
-    path: str | os.PathLike[str], *, recompute_vectors: bool = False
+    path: str | os.PathLike[str],
+    *,
+    recompute_vectors: bool = False,
+    progress: ProgressCallback | None = None,
 ) -> VerificationReport:
     """Verify a snapshot package without trusting it, and report every problem found.
 
@@ -29,6 +33,7 @@ def verify_snapshot(
         path: the package file.
         recompute_vectors: also re-embed every fact and compare its vector bit for bit
             (slower; proves the derived vector index matches the records).
+        progress: called with (records read, records declared) after each chunk.
 
     Returns:
         The report; ``report.ok`` is true when the package can be hydrated.
@@ -36,7 +41,7 @@ def verify_snapshot(
     Raises:
         SnapshotError: the file cannot be opened or read, or is not a regular file.
     """
-    with gc_paused(), PackageReader(path) as reader:
+    with gc_paused(), PackageReader(path, progress=progress) as reader:
         try:
             if recompute_vectors:
                 for chunk in reader.chunks(keep=_ids_and_facts):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from hotmem.errors import SnapshotError
+from hotmem.progress import ProgressCallback
 from hotmem.snapshot import format as fmt
 from hotmem.snapshot._files import (
     RENAMES_OPEN_FILES,
@@ -118,10 +119,13 @@ def _pack(name: str, kind: MemberKind, data: bytes, records: int) -> tuple[_Spoo
     return _Spooled(meta, method, zlib.crc32(data), len(packed), 0), packed
 
 
-def _spool(connection: sqlite3.Connection, spool: BinaryIO) -> tuple[list[_Spooled], int]:
+def _spool(
+    connection: sqlite3.Connection, spool: BinaryIO, progress: ProgressCallback | None
+) -> tuple[list[_Spooled], int]:
     """Write every compressed data member to ``spool``; return them and the record count."""
     spooled: list[_Spooled] = []
     record_count = 0
+    total = connection.execute("SELECT count(*) FROM memories").fetchone()[0] if progress else 0
     for index, (lines, blobs) in enumerate(_chunks(connection)):
         records_name, vectors_name = fmt.expected_names(index)
         text = ("\n".join(lines) + "\n").encode("utf-8")
@@ -133,6 +137,8 @@ def _spool(connection: sqlite3.Connection, spool: BinaryIO) -> tuple[list[_Spool
             spooled.append(replace(item, spool_offset=spool.tell()))
             spool.write(packed)
         record_count += len(lines)
+        if progress is not None:
+            progress(record_count, total)
     return spooled, record_count
 
 
@@ -176,7 +182,11 @@ def store_files(connection: sqlite3.Connection) -> list[Path]:
 
 
 def write_snapshot(
-    connection: sqlite3.Connection, path: str | os.PathLike[str], *, overwrite: bool = False
+    connection: sqlite3.Connection,
+    path: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    progress: ProgressCallback | None = None,
 ) -> SnapshotReport:
     """Write the store behind ``connection`` to the package file ``path``.
 
@@ -184,6 +194,7 @@ def write_snapshot(
         connection: an open HotMem store's connection (``MemoryStore.connection``).
         path: the package to write; its directory must exist.
         overwrite: replace an existing file at ``path`` (refused otherwise).
+        progress: called with (records written, records in the store) after each chunk.
 
     A temporary package another snapshot to ``path`` left behind when it was killed is
     removed first (``_files.remove_leftovers``).
@@ -221,7 +232,7 @@ def write_snapshot(
                 # One read transaction: the package is one consistent state of the store.
                 connection.execute("BEGIN")
             try:
-                spooled, record_count = _spool(connection, spool)
+                spooled, record_count = _spool(connection, spool, progress)
             finally:
                 if began:
                     connection.execute("COMMIT")

@@ -1,0 +1,239 @@
+"""The ``hotmem`` commands on memories: add, import, search, explain, stats, delete."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from itertools import chain
+
+from hotmem.cli_render import diagnosis_lines, result_lines
+from hotmem.cli_support import (
+    UserInputError,
+    created_store,
+    existing_store,
+    limit_value,
+    print_json,
+    similarity_value,
+)
+from hotmem.diagnosis import diagnose
+from hotmem.errors import ValidationError
+from hotmem.fusion import MIN_SIMILARITY
+from hotmem.jsonl import JsonlProblem, JsonlRecord, read_jsonl
+from hotmem.models import memory_from_mapping
+from hotmem.progress import Progress
+from hotmem.search import search_memories
+
+__all__ = [
+    "MAX_REPORTED_PROBLEMS",
+    "cmd_add",
+    "cmd_delete",
+    "cmd_explain",
+    "cmd_import",
+    "cmd_search",
+    "cmd_stats",
+    "configure_add",
+    "configure_delete",
+    "configure_explain",
+    "configure_import",
+    "configure_search",
+    "configure_stats",
+    "jsonl_memories",
+]
+
+EXIT_OK = 0
+
+
+def _fact(text: str) -> str:
+    """The fact argument; ``-`` reads it from stdin (UTF-8, trailing line breaks dropped)."""
+    if text != "-":
+        return text
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as exc:
+        raise UserInputError(
+            f"hotmem: expected the fact on stdin as UTF-8 text, found byte "
+            f"0x{data[exc.start]:02x} at offset {exc.start}"
+        ) from None
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    fact = _fact(args.fact)
+    with created_store(args) as store:
+        memory = store.add(
+            fact,
+            identifier=args.identifier,
+            importance=args.importance,
+            tags=args.tag,
+            memory_id=args.id,
+        )
+    if args.json:
+        print_json(memory.to_dict())
+    else:
+        print(memory.memory_id)
+    return EXIT_OK
+
+
+#: Problems of an import file printed one per line; past this many, only their number.
+MAX_REPORTED_PROBLEMS = 20
+
+
+def _invalid(record: JsonlRecord) -> str | None:
+    try:
+        memory_from_mapping(record.value)
+    except ValidationError as exc:
+        return f"{record.path}:{record.line}: {exc}"
+    return None
+
+
+def jsonl_memories(path: str, problems: list[str]) -> Iterator[dict[str, object]]:
+    """The memories of a JSONL file (``-``: stdin), read and validated a line at a time.
+
+    Each problem is appended to ``problems`` as ``FILE:LINE: reason`` (``hotmem.read_jsonl``'s
+    policy, then the memory's field rules), and nothing is yielded after the first one; at the
+    end, any problem raises :class:`UserInputError` listing them (at most
+    ``MAX_REPORTED_PROBLEMS``, then their count), so a consumer writing in one transaction
+    rolls back.
+
+    Raises:
+        UserInputError: the file has at least one problem.
+    """
+    source = sys.stdin.buffer if path == "-" else path
+    total = 0
+    for item in read_jsonl(source, name="<stdin>" if path == "-" else path):
+        problem = str(item) if isinstance(item, JsonlProblem) else _invalid(item)
+        if problem is not None:
+            total += 1
+            if len(problems) < MAX_REPORTED_PROBLEMS:
+                problems.append(problem)
+        elif not total and isinstance(item, JsonlRecord):
+            yield item.value
+    if total:
+        more = total - len(problems)
+        tail = [f"... and {more} more problem{'s' if more != 1 else ''}"] if more else []
+        raise UserInputError("\n".join([*problems, *tail]))
+
+
+def _counted(items: Iterator[dict[str, object]], progress: Progress) -> Iterator[dict[str, object]]:
+    for done, item in enumerate(items, start=1):
+        progress(done)
+        yield item
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    records = jsonl_memories(args.file, [])
+    # A file that fails from its first line fails before the store is opened (or created).
+    first = next(records)
+    with (
+        Progress("hotmem: importing", unit="memories read") as progress,
+        created_store(args) as store,
+    ):
+        added = store.add_stream(_counted(chain([first], records), progress))
+    print(f"imported {added} memories")
+    return EXIT_OK
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    with existing_store(args) as store:
+        results = search_memories(
+            store,
+            args.query,
+            identifier=args.identifier,
+            limit=args.limit,
+            min_similarity=args.min_similarity,
+        )
+    if args.json:
+        print_json([r.to_dict() for r in results])
+        return EXIT_OK
+    if not results:
+        print("no results")
+    for r in results:
+        print("\n".join(result_lines(r, explain=args.explain, floor=args.min_similarity)))
+    return EXIT_OK
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    with existing_store(args) as store, store.reading():
+        diagnosis = diagnose(
+            store,
+            args.query,
+            args.memory_id,
+            identifier=args.identifier,
+            limit=args.limit,
+            min_similarity=args.min_similarity,
+        )
+        fact = store.get(args.memory_id).fact
+    if args.json:
+        print_json({**diagnosis.to_dict(), "fact": fact})
+    else:
+        print("\n".join(diagnosis_lines(diagnosis, fact)))
+    return EXIT_OK
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with existing_store(args) as store:
+        path, memories, identifiers = store.path, store.count(), store.identifiers()
+    if args.json:
+        print_json({"path": path, "memories": memories, "identifiers": identifiers})
+        return EXIT_OK
+    print(f"store: {path}")
+    print(f"memories: {memories}")
+    for identifier, count in identifiers.items():
+        print(f"  {identifier}: {count}")
+    return EXIT_OK
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    with existing_store(args) as store:
+        store.delete(args.memory_id)
+    print(f"deleted {args.memory_id}")
+    return EXIT_OK
+
+
+def configure_add(p: argparse.ArgumentParser) -> None:
+    p.add_argument("fact", help="the text of the memory ('-': read it from stdin)")
+    p.add_argument("--identifier", required=True, help="organisation or project it belongs to")
+    p.add_argument("--importance", type=float, default=0.5, help="0..1 (default 0.5)")
+    p.add_argument("--tag", action="append", default=[], help="a tag (repeatable)")
+    p.add_argument("--id", help="memory_id (default: derived from the content)")
+    p.add_argument("--json", action="store_true", help="print the stored memory as JSON")
+
+
+def configure_import(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="JSONL file of memories ('-' for stdin); all or nothing")
+
+
+def _ranking_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--identifier", help="search only this identifier's memories")
+    p.add_argument("--limit", type=limit_value, default=5, help="number of results (default 5)")
+    p.add_argument(
+        "--min-similarity",
+        type=similarity_value,
+        default=MIN_SIMILARITY,
+        metavar="COSINE",
+        help="the relevance floor: a memory without a lexical match needs this cosine "
+        f"(default {MIN_SIMILARITY:g}; docs/ranking.md says how it was chosen)",
+    )
+
+
+def configure_search(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query")
+    _ranking_options(p)
+    p.add_argument("--explain", action="store_true", help="show how each score adds up")
+    p.add_argument("--json", action="store_true", help="print results with score components")
+
+
+def configure_explain(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query")
+    p.add_argument("memory_id")
+    _ranking_options(p)
+    p.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
+
+
+def configure_stats(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the counts as JSON")
+
+
+def configure_delete(p: argparse.ArgumentParser) -> None:
+    p.add_argument("memory_id")

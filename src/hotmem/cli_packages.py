@@ -1,0 +1,116 @@
+"""The ``hotmem`` commands on snapshot packages: snapshot, verify, hydrate."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from hotmem.cli_support import UserInputError, db_path, existing_store, print_json
+from hotmem.progress import Progress
+from hotmem.snapshot import hydrate, verify_snapshot
+from hotmem.snapshot._files import output_refusal, store_file_names
+
+__all__ = [
+    "cmd_hydrate",
+    "cmd_snapshot",
+    "cmd_verify",
+    "configure_hydrate",
+    "configure_snapshot",
+    "configure_verify",
+]
+
+EXIT_OK, EXIT_FAILURE = 0, 1
+
+
+def _package(path: str) -> str:
+    if not Path(path).exists():
+        raise UserInputError(f"hotmem: cannot read package {path!r}: no such file")
+    if not Path(path).is_file():
+        raise UserInputError(f"hotmem: cannot read package {path!r}: not a regular file")
+    return path
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if not out.absolute().parent.is_dir():
+        raise UserInputError(f"hotmem: cannot write {args.out!r}: its directory does not exist")
+    refusal = output_refusal(out, store_file_names(db_path(args)))  # not a file, the store
+    if refusal is not None:
+        raise UserInputError(f"hotmem: {refusal}")
+    if out.exists() and not args.force:
+        raise UserInputError(f"hotmem: {args.out!r} already exists; pass --force to replace it")
+    with existing_store(args) as store, Progress("hotmem: snapshot", unit="memories") as progress:
+        report = store.snapshot(out, overwrite=args.force, progress=progress)
+    if args.json:
+        print_json(
+            {
+                "path": report.path,
+                "record_count": report.record_count,
+                "size": report.size,
+                "content_digest": report.content_digest,
+            }
+        )
+    else:
+        print(
+            f"wrote {report.record_count} memories to {report.path} "
+            f"({report.size} bytes, content digest {report.content_digest})"
+        )
+    return EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    package = _package(args.package)
+    with Progress("hotmem: verifying", unit="memories") as progress:
+        report = verify_snapshot(
+            package, recompute_vectors=args.recompute_vectors, progress=progress
+        )
+    if args.json:
+        print_json(report.to_dict())
+    elif report.ok:
+        print(f"ok: {report.record_count} memories, content digest {report.content_digest}")
+    else:
+        print(f"FAILED: {len(report.problems)} problem(s) in {report.path}")
+        for problem in report.problems:
+            print(f"  {problem}")
+    return EXIT_OK if report.ok else EXIT_FAILURE
+
+
+def cmd_hydrate(args: argparse.Namespace) -> int:
+    package = _package(args.package)
+    target = db_path(args)
+    if not args.db:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    with Progress("hotmem: hydrating", unit="memories") as progress:
+        report = hydrate(
+            package, target, recompute_vectors=args.recompute_vectors, progress=progress
+        )
+    print(
+        f"hydrated {report.record_count} memories into {report.target} "
+        f"(content digest {report.content_digest})"
+    )
+    return EXIT_OK
+
+
+def configure_snapshot(p: argparse.ArgumentParser) -> None:
+    p.add_argument("out", help="the package file to write (docs/snapshot-v2.md)")
+    p.add_argument(
+        "--force", action="store_true", help="replace OUT if it exists (a regular file only)"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def configure_verify(p: argparse.ArgumentParser) -> None:
+    p.add_argument("package", help="the package file; exit 0 when it verifies, 1 when not")
+    p.add_argument(
+        "--recompute-vectors", action="store_true", help="re-embed every fact and compare"
+    )
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def configure_hydrate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("package", help="the package file (verified while hydrating)")
+    p.add_argument(
+        "--recompute-vectors",
+        action="store_true",
+        help="re-embed every fact; refuse the package if any vector differs",
+    )

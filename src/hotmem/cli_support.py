@@ -1,0 +1,99 @@
+"""What the ``hotmem`` commands share: the store they act on, option types, JSON output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+from pathlib import Path
+
+from hotmem.db import MemoryStore, open_store
+from hotmem.search import MAX_LIMIT
+
+__all__ = [
+    "UserInputError",
+    "created_store",
+    "db_path",
+    "default_db_path",
+    "existing_store",
+    "limit_value",
+    "print_json",
+    "seconds_value",
+    "similarity_value",
+]
+
+
+class UserInputError(Exception):
+    """Invalid input from the command line or a file; every line is one problem."""
+
+
+def default_db_path(environ: os._Environ[str] | dict[str, str] = os.environ) -> Path:
+    """``$HOTMEM_HOME/hotmem.db``, with ``HOTMEM_HOME`` defaulting to ``~/.hotmem``."""
+    home = environ.get("HOTMEM_HOME") or str(Path("~/.hotmem").expanduser())
+    return Path(home) / "hotmem.db"
+
+
+def db_path(args: argparse.Namespace) -> Path:
+    """The store path a command acts on: ``--db``, else :func:`default_db_path`."""
+    return Path(args.db) if args.db else default_db_path()
+
+
+def created_store(args: argparse.Namespace) -> MemoryStore:
+    """The store of ``--db``, created when missing (``add``, ``import``)."""
+    path = db_path(args)
+    if not args.db:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return open_store(path, busy_timeout=args.busy_timeout)
+
+
+def existing_store(args: argparse.Namespace) -> MemoryStore:
+    """The store of ``--db`` for a command that reads one: never created here.
+
+    Raises:
+        UserInputError: nothing exists at the path.
+    """
+    path = db_path(args)
+    if not path.exists():
+        raise UserInputError(
+            f"hotmem: no store at {str(path)!r} (add, import or hydrate creates one)"
+        )
+    return open_store(path, busy_timeout=args.busy_timeout)
+
+
+def print_json(payload: object) -> None:
+    """Print ``payload`` as indented JSON with sorted keys, non-ASCII kept as is."""
+    print(json.dumps(payload, ensure_ascii=False, indent=2, sort_keys=True))
+
+
+def limit_value(text: str) -> int:
+    """``--limit``: an integer in 1..``MAX_LIMIT``."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, found {text!r}") from None
+    if not 1 <= value <= MAX_LIMIT:
+        raise argparse.ArgumentTypeError(f"expected 1..{MAX_LIMIT}, found {value}")
+    return value
+
+
+def seconds_value(text: str) -> float:
+    """``--busy-timeout``: a finite number of seconds in 0..86,400."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, found {text!r}") from None
+    if not math.isfinite(value) or not 0 <= value <= 86_400:
+        raise argparse.ArgumentTypeError(f"expected 0..86400 seconds, found {text!r}")
+    return value
+
+
+def similarity_value(text: str) -> float:
+    """``--min-similarity``: a finite cosine in -1..1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, found {text!r}") from None
+    if not math.isfinite(value) or not -1 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a cosine in -1..1, found {text!r}")
+    return value

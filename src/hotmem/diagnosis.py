@@ -1,0 +1,186 @@
+"""Why a memory ranks where it does for a query, or is missing: one verdict from the ranking.
+
+:func:`diagnose` asks the production code twice, in one read transaction: ``explain`` for the
+memory's components and whether it is a candidate, and, for a candidate, ``search_memories``
+deep enough to find the rank it holds and the memories above it. Nothing here computes a
+score. The verdicts, checked in this order:
+
+=================== ================================================================
+``outside_scope``    the memory belongs to another identifier than the scope searched
+``no_channel_match`` no query term matched and its cosine is <= 0 (within 1e-6)
+``below_floor``      no query term matched and its cosine is below ``min_similarity``
+``outranked``        a candidate, but ``limit`` or more memories scored higher
+``returned``         in the top ``limit``
+=================== ================================================================
+
+The evaluator's miss attribution (``hotmem_eval.attribution``) is these verdicts, for the
+relevant memories missing from a query's top k.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from hotmem.db import MemoryStore
+from hotmem.errors import ValidationError
+from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
+from hotmem.search import MAX_LIMIT, Explanation, SearchResult, explain, search_memories
+
+__all__ = ["COSINE_TOLERANCE", "VERDICTS", "Diagnosis", "Verdict", "diagnose"]
+
+Verdict = Literal["outside_scope", "no_channel_match", "below_floor", "outranked", "returned"]
+
+#: Search cosines are exact to 1e-6 (docs/embedding.md): below this, a cosine is no signal.
+COSINE_TOLERANCE = 1e-6
+
+#: verdict -> what it means, in the order the verdicts are checked.
+VERDICTS: Mapping[Verdict, str] = {
+    "outside_scope": "the memory belongs to another identifier than the scope searched",
+    "no_channel_match": "no query term matched (BM25) and its cosine is <= 0 (within 1e-6)",
+    "below_floor": "no query term matched and its cosine is below min_similarity",
+    "outranked": "a candidate, but other memories scored higher",
+    "returned": "in the top limit results",
+}
+
+
+def _f(value: float) -> str:
+    """Four decimals, with -0.0000 shown as 0.0000."""
+    return f"{round(value, 4) + 0.0:.4f}"
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """Why one memory ranks where it does for one query, or is missing.
+
+    Attributes:
+        query: the query text.
+        scope: the identifier searched, ``None`` for the whole store.
+        limit: the number of results the verdict is about (a search's ``limit``).
+        min_similarity: the relevance floor used.
+        verdict: one of ``VERDICTS``.
+        detail: one line with the numbers behind the verdict.
+        explanation: the memory's components and score (``hotmem.explain``).
+        rank: the memory's rank among all candidates, ``None`` when it is not one (or is
+            beyond rank ``MAX_LIMIT``).
+        above: the results ranked above it within the top ``limit`` (for ``outranked``, the
+            whole top ``limit``); empty when it is not a candidate.
+    """
+
+    query: str
+    scope: str | None
+    limit: int
+    min_similarity: float
+    verdict: Verdict
+    detail: str
+    explanation: Explanation
+    rank: int | None
+    above: tuple[SearchResult, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        """The diagnosis as a JSON-ready dict (what ``hotmem explain --json`` prints)."""
+        score = self.explanation.score
+        return {
+            "query": self.query,
+            "scope": self.scope,
+            "limit": self.limit,
+            "min_similarity": self.min_similarity,
+            "verdict": self.verdict,
+            "detail": self.detail,
+            "rank": self.rank,
+            **self.explanation.to_dict(),
+            "above": [
+                {
+                    "rank": r.rank,
+                    "memory_id": r.memory_id,
+                    "score": r.score,
+                    "margin": r.score - score,
+                }
+                for r in self.above
+            ],
+        }
+
+
+def _verdict(explanation: Explanation, scope: str | None, floor: float) -> tuple[Verdict, str]:
+    """The verdict of a memory that is not a candidate, or ``outranked`` for one that is."""
+    cosine = explanation.components.cosine
+    if not explanation.in_scope:
+        return (
+            "outside_scope",
+            f"memory is in {explanation.identifier!r}; the query searched {scope!r}",
+        )
+    if not explanation.passes_floor and cosine <= COSINE_TOLERANCE:
+        return "no_channel_match", f"no lexical match; cosine {_f(cosine)} <= 0"
+    if not explanation.passes_floor:
+        return "below_floor", f"no lexical match; cosine {_f(cosine)} < min_similarity {floor}"
+    return "outranked", ""
+
+
+def diagnose(
+    store: MemoryStore,
+    query: str,
+    memory_id: str,
+    *,
+    identifier: str | None = None,
+    limit: int = 5,
+    min_similarity: float = MIN_SIMILARITY,
+    weights: Weights = WEIGHTS,
+) -> Diagnosis:
+    """Say why ``memory_id`` ranks where it does for ``query`` (searched with ``identifier``,
+    ``limit``, ``min_similarity`` and ``weights``), or why it is missing from the results.
+
+    Returns:
+        The :class:`Diagnosis`; its ``detail`` is one line, e.g. ``no lexical match; cosine
+        0.2144 < min_similarity 0.4`` or ``score 0.1439 at rank 6; m-2 leads by 0.4158``.
+
+    Raises:
+        MemoryNotFoundError: no memory has this id.
+        ValidationError: an argument has the wrong type or is out of range.
+        StoreError: the store cannot be read, or is damaged.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ValidationError(f"limit must be an integer in 1..{MAX_LIMIT}; found limit={limit!r}")
+    with store.reading():
+        explanation = explain(
+            store,
+            query,
+            memory_id,
+            identifier=identifier,
+            min_similarity=min_similarity,
+            weights=weights,
+        )
+        verdict, detail = _verdict(explanation, identifier, min_similarity)
+        rank: int | None = None
+        above: tuple[SearchResult, ...] = ()
+        if verdict == "outranked":
+            deep = search_memories(
+                store,
+                query,
+                identifier=identifier,
+                limit=max(limit, min(len(store), MAX_LIMIT)),
+                min_similarity=min_similarity,
+                weights=weights,
+            )
+            rank = next((r.rank for r in deep if r.memory_id == memory_id), None)
+            if rank is not None and rank <= limit:
+                verdict, above = "returned", tuple(deep[: rank - 1])
+                detail = f"score {_f(explanation.score)} at rank {rank} of the top {limit}"
+            else:
+                above = tuple(deep[:limit])
+                where = f"rank {rank}" if rank else f"beyond rank {MAX_LIMIT}"
+                detail = f"score {_f(explanation.score)} at {where}"
+                if above:
+                    margin = above[0].score - explanation.score
+                    detail += f"; {above[0].memory_id} leads by {_f(margin)}"
+    return Diagnosis(
+        query=query,
+        scope=identifier,
+        limit=limit,
+        min_similarity=min_similarity,
+        verdict=verdict,
+        detail=detail,
+        explanation=explanation,
+        rank=rank,
+        above=above,
+    )

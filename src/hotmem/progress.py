@@ -1,0 +1,116 @@
+"""Progress of long work on a terminal: one line, rewritten in place, erased when done.
+
+``Progress`` is the one progress display of HotMem's commands (``hotmem import``, ``snapshot``,
+``verify``, ``hydrate``, a store migration, ``hotmem-eval`` with ``--repeat``). It draws only
+when its stream is a terminal: piped or redirected, it writes nothing, so scripts and logs see
+the results alone. Long library calls take a ``progress`` callback, ``(done, total)``, called
+every so often (after each chunk of a snapshot package, for example); a ``Progress`` is one,
+and any function of that shape will do.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import TextIO
+
+__all__ = ["Progress", "ProgressCallback"]
+
+#: ``(done, total)``: units done so far, and the total when it is known.
+ProgressCallback = Callable[[int, int | None], None]
+
+
+def _is_terminal(stream: TextIO | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError, OSError):  # no isatty, or a closed stream
+        return False
+
+
+class Progress:
+    """A progress line on ``stream`` (default: ``sys.stderr``), drawn only on a terminal.
+
+    Call it as ``progress(done, total)``; it redraws at most every ``interval`` seconds, and
+    always when ``done`` reaches ``total``.
+    :meth:`close` (or leaving a ``with`` block) erases the line, and prints ``final`` in its
+    place when given. Writing never raises: a stream that fails is no longer written to.
+
+    Example::
+
+        with Progress("hotmem: importing", unit="memories") as progress:
+            for done, item in enumerate(items, start=1):
+                ...
+                progress(done)
+    """
+
+    def __init__(
+        self,
+        label: str,
+        *,
+        unit: str = "",
+        stream: TextIO | None = None,
+        interval: float = 0.1,
+    ) -> None:
+        self.label = label
+        self.unit = unit
+        self._stream = sys.stderr if stream is None else stream
+        self.enabled = _is_terminal(self._stream)
+        self._interval = interval
+        self._drawn = 0  # characters of the line on screen
+        self._last = -float("inf")
+
+    def __call__(self, done: int | None = None, total: int | None = None) -> None:
+        """Show ``done`` of ``total`` (the label alone when ``done`` is None)."""
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        finished = done is not None and total is not None and done >= total
+        if now - self._last < self._interval and not finished:
+            return
+        self._last = now
+        self._draw(self.render(done, total))
+
+    def render(self, done: int | None, total: int | None) -> str:
+        """The text of the line for ``done`` of ``total``."""
+        if done is None:
+            return self.label
+        unit = f" {self.unit}" if self.unit else ""
+        text = f"{self.label}: {done:,}"
+        if total:
+            percent = min(100, done * 100 // total)
+            return f"{text} of {total:,}{unit} ({percent}%)"
+        return text + unit
+
+    def _write(self, text: str) -> None:
+        try:
+            self._stream.write(text)
+            self._stream.flush()
+        except (OSError, ValueError):  # the terminal went away: stop drawing
+            self.enabled = False
+
+    def _draw(self, line: str) -> None:
+        self._write("\r" + line.ljust(self._drawn))
+        self._drawn = len(line)
+
+    def close(self, final: str | None = None) -> None:
+        """Erase the line; print ``final`` (and a newline) in its place when given."""
+        if not self.enabled:
+            return
+        if self._drawn:
+            self._write("\r" + " " * self._drawn + "\r")
+            self._drawn = 0
+        if final is not None:
+            self._write(final + "\n")
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

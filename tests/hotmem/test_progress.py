@@ -1,0 +1,85 @@
+"""hotmem.Progress: drawn and erased on a terminal, silent anywhere else."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from hotmem import Progress
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class BrokenTerminal(Terminal):
+    def write(self, text: str) -> int:
+        raise OSError(5, "Input/output error")
+
+
+def test_draws_rewrites_in_place_and_erases() -> None:
+    terminal = Terminal()
+    progress = Progress("hotmem: snapshot", unit="memories", stream=terminal, interval=0)
+    progress(5, 10)
+    progress(10, 10)
+    progress.close()
+    first = "hotmem: snapshot: 5 of 10 memories (50%)"
+    last = "hotmem: snapshot: 10 of 10 memories (100%)"
+    assert terminal.getvalue() == f"\r{first}\r{last}\r{' ' * len(last)}\r"
+
+
+def test_a_shorter_line_covers_the_longer_one_before_it() -> None:
+    terminal = Terminal()
+    with Progress("import", stream=terminal, interval=0) as progress:
+        progress(1_000)
+        progress(5)
+    assert terminal.getvalue() == "\rimport: 1,000\rimport: 5    \r" + " " * 9 + "\r"
+
+
+@pytest.mark.parametrize(
+    ("done", "total", "text"),
+    [
+        (None, None, "hotmem: migrating..."),
+        (3, None, "hotmem: migrating...: 3 rows"),
+        (3, 0, "hotmem: migrating...: 3 rows"),
+        (12_345, 20_000, "hotmem: migrating...: 12,345 of 20,000 rows (61%)"),
+        (30, 20, "hotmem: migrating...: 30 of 20 rows (100%)"),  # a lying total
+    ],
+)
+def test_render(done: int | None, total: int | None, text: str) -> None:
+    assert Progress("hotmem: migrating...", unit="rows").render(done, total) == text
+
+
+def test_redraws_at_most_every_interval_but_always_the_end() -> None:
+    terminal = Terminal()
+    progress = Progress("p", stream=terminal, interval=3600)
+    progress(1, 3)
+    progress(2, 3)  # within the interval: skipped
+    progress(3, 3)  # the end: drawn
+    assert terminal.getvalue() == "\rp: 1 of 3 (33%)\rp: 3 of 3 (100%)"
+
+
+def test_final_line_replaces_the_progress() -> None:
+    terminal = Terminal()
+    progress = Progress("working", stream=terminal)
+    progress()
+    progress.close("done")
+    assert terminal.getvalue() == "\rworking\r       \rdone\n"
+
+
+def test_nothing_at_all_when_the_stream_is_not_a_terminal() -> None:
+    stream = io.StringIO()
+    progress = Progress("p", stream=stream, interval=0)
+    assert not progress.enabled
+    progress(1, 2)
+    progress.close("done")
+    assert stream.getvalue() == ""
+
+
+def test_a_failing_terminal_stops_being_written_to() -> None:
+    progress = Progress("p", stream=BrokenTerminal(), interval=0)
+    progress(1, 2)  # no exception
+    assert not progress.enabled
+    progress.close("done")
