@@ -76,7 +76,10 @@ def result(run_dir: Path) -> dict:
 
 def test_output_validates_against_the_committed_schema(result: dict) -> None:
     jsonschema.validate(result, SCHEMA)
-    assert result["schema_version"] == 1
+    assert result["schema_version"] == 2
+    assert result["configuration"]["profile"] == hotmem.PROFILES["default"].to_dict()
+    # One profile: today's shape, no comparison keys.
+    assert not {"profiles", "comparisons", "ablation"} & set(result)
     assert result["configuration"]["embedding"] == {"model": "hotmem-hash-v1", "dimension": 64}
     assert result["configuration"]["weights"] == {"cosine": 0.6, "bm25": 0.2, "importance": 0.2}
     assert (result["fixture"]["memory_count"], result["fixture"]["query_count"]) == (155, 98)
