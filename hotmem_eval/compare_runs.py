@@ -70,7 +70,7 @@ def _labels(a: Path, b: Path, first: str, second: str) -> tuple[str, str]:
         return first, second
     names = (a.resolve().name or str(a), b.resolve().name or str(b))
     if names[0] == names[1]:
-        names = (str(a), str(b))
+        names = ("RUN_A", "RUN_B")
     return f"{first}@{names[0]}", f"{second}@{names[1]}"
 
 

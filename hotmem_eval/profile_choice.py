@@ -98,7 +98,10 @@ def load_profiles_file(path: Path) -> tuple[hotmem.Profile, ...]:
         try:
             profiles.append(hotmem.Profile.from_mapping(name, fields))
         except hotmem.ValidationError as exc:
-            raise UsageError(f"{where}: {exc}") from None
+            reason = str(exc)
+            if not reason.startswith("profile "):
+                reason = f"profile {name!r}: {reason}"
+            raise UsageError(f"{where}: {reason}") from None
     return tuple(profiles)
 
 
