@@ -77,7 +77,12 @@ def diagnose_under(
         elif not explanation.passes_floor and (
             profile.vector is None or cosine <= _COSINE_TOLERANCE
         ):
-            verdict, detail = "no_channel_match", f"no lexical match; cosine {_f(cosine)} <= 0"
+            verdict = "no_channel_match"
+            detail = (
+                "no lexical match; the profile has no vector channel"
+                if profile.vector is None
+                else f"no lexical match; cosine {_f(cosine)} <= 0"
+            )
         elif not explanation.passes_floor:
             gate = profile.lexical.gate if profile.lexical is not None else None
             bound = f"min_similarity {floor}" + (f" (lexical gate {gate})" if gate else "")
