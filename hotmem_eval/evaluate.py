@@ -101,20 +101,18 @@ class Ablation:
 
 
 def ablation_variants(baseline: hotmem.Profile) -> tuple[tuple[str, hotmem.Profile], ...]:
-    """(channel, ``baseline.without(channel)``) for each channel the baseline has and can lose."""
-    present = {
-        "vector": baseline.vector is not None,
-        "lexical": baseline.lexical is not None,
-        "importance": baseline.importance > 0,
-    }
+    """(channel, ``baseline.without(channel)``) for each channel of ``ABLATED_CHANNELS`` whose
+    removal changes the baseline (a channel it lacks, or weighs 0, has no variant) and leaves
+    a retrieval channel."""
+    unnamed = {**baseline.to_dict(), "name": None}
     variants = []
     for channel in ABLATED_CHANNELS:
-        if not present[channel]:
-            continue
         try:
-            variants.append((channel, baseline.without(channel)))
+            variant = baseline.without(channel)
         except hotmem.ValidationError:  # the last retrieval channel: nothing would be left
             continue
+        if {**variant.to_dict(), "name": None} != unnamed:
+            variants.append((channel, variant))
     return tuple(variants)
 
 

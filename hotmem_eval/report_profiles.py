@@ -68,6 +68,8 @@ def _channels(configuration: dict[str, Any]) -> str:
         parts.append(f"BM25 ×{lexical['weight']:g}{gate}")
     if configuration["fusion"] == "weighted":
         parts.append(f"importance ×{configuration['importance']:g}")
+    if configuration["reranker"] is not None:
+        parts.append(f"reranker {configuration['reranker']}")
     fusion = configuration["fusion"]
     if fusion == "rrf":
         fusion += f" (k {configuration['rrf_k']}, depth {configuration['depth']})"

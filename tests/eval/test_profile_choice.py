@@ -10,6 +10,7 @@ import pytest
 import hotmem
 from hotmem_eval.cli import main
 from hotmem_eval.errors import UsageError
+from hotmem_eval.evaluate import ablation_variants
 from hotmem_eval.profile_choice import choose_profiles, load_profiles_file
 
 KNOWN = "default, cosine-only, bm25-only, rrf"
@@ -138,3 +139,23 @@ def test_the_cli_refuses_a_bad_file_before_any_work(
         f"hotmem-eval: unknown profile 'theirs'; expected a built-in or in {unknown}: "
         f"{KNOWN}, mine\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "channels"),
+    [
+        ("default", ["vector", "lexical", "importance"]),
+        ("rrf", ["vector", "lexical"]),  # importance plays no part: no variant
+        ("cosine-only", []),  # no lexical channel to remove; the vector is the last one
+        ("bm25-only", []),
+    ],
+)
+def test_ablation_removes_each_channel_that_changes_the_baseline(
+    name: str, channels: list[str]
+) -> None:
+    baseline = hotmem.PROFILES[name]
+    variants = ablation_variants(baseline)
+    assert [channel for channel, _ in variants] == channels
+    for channel, variant in variants:
+        assert variant == baseline.without(channel)  # type: ignore[arg-type]
+        assert variant.name == f"{name}-no-{channel}"
