@@ -33,6 +33,7 @@ __all__ = [
     "ABLATED_CHANNELS",
     "Ablation",
     "EvalRun",
+    "ablation_variants",
     "evaluate",
     "evaluate_profiles",
     "evidence_from",
