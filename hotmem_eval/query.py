@@ -2,9 +2,10 @@
 
 Each export table becomes a DuckDB view of the same name, with a ``run`` column (the export
 directory's name) so several runs can be compared in one query. The metric registry is the
-table ``metrics`` (the SQL files' input of that name). With exactly one run of one profile,
-every versioned SQL file whose columns that run's tables have is also a view, ``sql_<name>``
-(for example ``sql_category_metrics``), computed over that run's tables with its top-k.
+table ``metrics`` (the SQL files' input of that name). With exactly one run, every versioned
+SQL file whose columns that run's tables have is also a view, ``sql_<name>`` (for example
+``sql_category_metrics``), computed over that run's tables with its top-k; for a run of several
+profiles, only the files whose inputs have a ``profile`` column (``sql_paired_deltas``).
 
 By default the SQL runs as it would in ``duckdb`` itself: with the user's full file and network
 access (``COPY ... TO`` any file, ``read_csv('/etc/passwd')``, ``ATTACH``, ``INSTALL``/``LOAD``,
@@ -111,10 +112,14 @@ def open_runs(directories: Sequence[Path], *, safe: bool = False) -> duckdb.Duck
     con.register("metric_registry", metrics_frame())
     con.execute("CREATE TABLE metrics AS FROM metric_registry")
     con.unregister("metric_registry")
-    # The SQL files' views read one profile's rows: an export of one run of one profile.
-    if len(directories) == 1 and len(manifests[0].get("profiles", [None])) == 1:
+    if len(directories) == 1:
         con.execute("SET VARIABLE k = ?", [int(manifests[0]["top_k"])])
+        several = len(manifests[0].get("profiles", [None])) > 1
         for name, file in sql_files().items():
+            if several and "profile" not in file.inputs:
+                # Its inputs have no profile column: over several profiles' rows it would
+                # mix them. No view, rather than a wrong one.
+                continue
             body = file.text.strip().rstrip(";")
             try:
                 con.execute(f"CREATE VIEW sql_{name} AS {body}")

@@ -282,3 +282,27 @@ def test_compare_refuses_runs_that_do_not_pair(
         assert main(["compare", str(export), str(directory)]) == 2
         captured = capsys.readouterr()
         assert (captured.out, captured.err) == ("", message)
+
+
+def test_a_run_of_several_profiles_has_the_paired_deltas_view_only(
+    multi_dir: Path, multi: dict
+) -> None:
+    from hotmem_eval.query import open_runs
+
+    con = open_runs([multi_dir / "export"])
+    try:
+        views = {row[0] for row in con.sql("select view_name from duckdb_views()").fetchall()}
+        assert {v for v in views if v.startswith("sql_")} == {"sql_paired_deltas"}
+        con.execute("SET VARIABLE baseline = 'default'")
+        con.execute("SET VARIABLE candidate = 'rrf'")
+        pairs = con.sql(
+            "select count(*) from sql_paired_deltas where metric = 'recall_at_k'"
+        ).fetchall()
+    finally:
+        con.close()
+    row = next(
+        r
+        for r in multi["comparisons"]
+        if (r["candidate"], r["scope"], r["metric"]) == ("rrf", "overall", "recall_at_k")
+    )
+    assert pairs == [(row["n"],)]
