@@ -1,6 +1,7 @@
 """Why a relevant memory was missed: scope, floor, no channel, or outranked.
 
-Every reason is ``hotmem.diagnose``'s verdict, from the production ranking itself:
+Every reason is ``hotmem.diagnose``'s verdict under the run's profile, from the production
+ranking itself:
 ``hotmem.explain`` for a memory that was not returned, and a deeper ``search_memories`` call
 for the rank it actually holds and the memories that beat it. Nothing here recomputes a score.
 """
@@ -160,9 +161,16 @@ def _miss(query_id: str, grade: int, diagnosis: hotmem.Diagnosis) -> Miss:
 
 
 def attribute_misses(
-    store: hotmem.MemoryStore, queries: pa.Table, qrels: pa.Table, results: pa.Table, *, top_k: int
+    store: hotmem.MemoryStore,
+    queries: pa.Table,
+    qrels: pa.Table,
+    results: pa.Table,
+    *,
+    top_k: int,
+    profile: hotmem.Profile | None = None,
 ) -> list[Miss]:
-    """Explain every relevant memory (grade >= 2) missing from its query's top ``top_k``.
+    """Explain every relevant memory (grade >= 2) missing from its query's top ``top_k``,
+    searched under ``profile`` (``default`` when None).
 
     Returns misses ordered by (query_id, memory_id).
     """
@@ -174,13 +182,19 @@ def attribute_misses(
         query_id: {row["memory_id"] for row in rows if row["rank"] <= top_k}
         for query_id, rows in rows_by_query(results).items()
     }
+    chosen = profile if profile is not None else hotmem.PROFILES[hotmem.DEFAULT_PROFILE]
     misses: list[Miss] = []
     for query in queries.select(["query_id", "query", "identifier"]).to_pylist():
         query_id = str(query["query_id"])
         wanted = relevant.get(query_id, {})
         for memory_id in sorted(set(wanted) - returned.get(query_id, set())):
             diagnosis = hotmem.diagnose(
-                store, query["query"], memory_id, identifier=query["identifier"], limit=top_k
+                store,
+                query["query"],
+                memory_id,
+                identifier=query["identifier"],
+                limit=top_k,
+                profile=chosen,
             )
             misses.append(_miss(query_id, wanted[memory_id], diagnosis))
     return misses

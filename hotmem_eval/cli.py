@@ -3,13 +3,15 @@
 ::
 
     hotmem-eval [run] [--corpus P] [--queries P] [--output P] [--report P] [--top-k N]
-                [--repeat N] [--export-dir D] [--baseline P]
-                [--check-baseline | --update-baseline [--force]]
+                [--repeat N] [--export-dir D] [--baseline P] [--profile NAME ...]
+                [--profiles FILE.toml] [--check-baseline | --update-baseline [--force]]
     hotmem-eval query DIR [DIR ...] SQL [--format table|csv|json] [--safe]
+    hotmem-eval compare RUN_A RUN_B
 
 Exit codes come from one table, ``EXIT_CODES``: 0 success; 1 evaluator failure; 2 invalid
 input (every fixture problem as ``path:line: reason``, a run directory or SQL that cannot be
-used, a baseline update refused) or usage; 3 the run differs from the baseline
+used, an unknown profile or a bad profiles file, two runs of different fixtures to compare, a
+baseline update refused) or usage; 3 the run differs from the baseline
 (``--check-baseline``); 130 interrupted. A closed stdout (``| head``) ends quietly.
 
 The default fixture and baseline are the checkout's ``benchmarks/retrieval/`` when
@@ -70,6 +72,7 @@ def _bounded(low: int, high: int):
 COMMANDS_HELP = """commands:
   run     evaluate retrieval on a fixture (the default: 'hotmem-eval' alone runs it)
   query   run SQL over exported runs: 'hotmem-eval query DIR [DIR ...] SQL' (query --help)
+  compare compare two exported runs: 'hotmem-eval compare RUN_A RUN_B' (compare --help)
 """
 
 
@@ -100,7 +103,8 @@ def _run_parser() -> argparse.ArgumentParser:
     )
     parser = argparse.ArgumentParser(
         prog="hotmem-eval",
-        usage="%(prog)s [run] [options]\n       %(prog)s query DIR [DIR ...] SQL [options]",
+        usage="%(prog)s [run] [options]\n       %(prog)s query DIR [DIR ...] SQL [options]"
+        "\n       %(prog)s compare RUN_A RUN_B",
         description="Evaluate HotMem retrieval on a fixture: metrics, failure reasons,\n"
         "transfer invariance, timings and a recommendation.\n\n" + COMMANDS_HELP,
         epilog="docs/retrieval-quality.md explains the report, the outputs and the exit codes.",
@@ -157,6 +161,21 @@ def _run_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="the baseline to check or update (default: baseline.json beside the corpus default)",
     )
+    parser.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="evaluate this retrieval profile; repeat it to compare several, the first being "
+        f"the baseline (built-ins: {', '.join(hotmem.PROFILES)}, or a table of --profiles; "
+        "default: default, or every profile of --profiles)",
+    )
+    parser.add_argument(
+        "--profiles",
+        type=Path,
+        metavar="FILE",
+        help="a TOML file of profiles of your own, one [name] table each (default: none)",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--check-baseline",
@@ -206,6 +225,17 @@ def _query_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _compare_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hotmem-eval compare",
+        description="Compare two exported runs of one fixture query by query: the baseline "
+        "profile of RUN_B against that of RUN_A (paired sign-flip test, Holm-adjusted).",
+    )
+    parser.add_argument("run_a", metavar="RUN_A", help="the baseline run (an --export-dir)")
+    parser.add_argument("run_b", metavar="RUN_B", help="the candidate run (an --export-dir)")
+    return parser
+
+
 def _version() -> str:
     return f"hotmem-eval {hotmem.__version__}"
 
@@ -231,11 +261,15 @@ def git_commit() -> str | None:
 
 def _run(args: argparse.Namespace) -> int:
     from hotmem_eval import baseline as baseline_module
-    from hotmem_eval.evaluate import evaluate
+    from hotmem_eval.evaluate import evaluate_profiles
     from hotmem_eval.fixtures import load_fixture
     from hotmem_eval.outputs import check_outputs, export_paths, write_exports, write_text
+    from hotmem_eval.profile_choice import choose_profiles
     from hotmem_eval.report import render_markdown
     from hotmem_eval.result import build_result
+    from hotmem_eval.result_profiles import build_profiles_result
+
+    profiles = choose_profiles(args.profile, args.profiles)
 
     # Refused before the run, not after it: an output that is a link, FIFO, device, ...
     outputs = [path for path in (args.output, args.report) if path]
@@ -257,10 +291,20 @@ def _run(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     searching = hotmem.Progress("hotmem-eval: searching", unit="queries")
     with tempfile.TemporaryDirectory(prefix="hotmem-eval-") as workdir, searching:
-        run = evaluate(
-            fixture, Path(workdir), top_k=args.top_k, repeat=args.repeat, progress=searching
+        runs, ablation = evaluate_profiles(
+            fixture,
+            Path(workdir),
+            profiles,
+            top_k=args.top_k,
+            repeat=args.repeat,
+            progress=searching,
+            ablation=len(profiles) > 1,
         )
-    result = build_result(run, generated_at=datetime.now(UTC), git_commit=git_commit())
+    generated_at, commit = datetime.now(UTC), git_commit()
+    if len(runs) == 1:
+        result = build_result(runs[0], generated_at=generated_at, git_commit=commit)
+    else:
+        result = build_profiles_result(runs, ablation, generated_at=generated_at, git_commit=commit)
     markdown = render_markdown(result)
     normalised = baseline_module.normalise(result)
 
@@ -279,7 +323,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.report:
         write_text(args.report, markdown)
     if args.export_dir:
-        write_exports(run, args.export_dir, result=result)
+        write_exports(runs, args.export_dir, result=result)
     if not (args.output or args.report or args.export_dir):
         _write_stdout(markdown)
     return code
@@ -293,6 +337,13 @@ def _query(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     *directories, sql = args.arguments
     output = run_query([Path(d) for d in directories], sql, fmt=args.format, safe=args.safe)
     _write_stdout(output)
+    return EXIT_OK
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from hotmem_eval.compare_runs import compare_runs
+
+    _write_stdout(compare_runs(Path(args.run_a), Path(args.run_b)))
     return EXIT_OK
 
 
@@ -361,6 +412,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             query_args = parser.parse_intermixed_args(arguments[1:])
             _require_the_extra()
             return _query(query_args, parser)
+        if arguments[:1] == ["compare"]:
+            compare_args = _compare_parser().parse_args(arguments[1:])
+            _require_the_extra()
+            return _compare(compare_args)
         if arguments[:1] == ["run"]:
             arguments = arguments[1:]
         parser = _run_parser()

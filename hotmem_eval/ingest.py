@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import pyarrow as pa
 
 import hotmem
+from hotmem_eval.errors import UsageError
 
 __all__ = ["FIXED_CLOCK", "STORE_FIELDS", "ingest", "memory_records", "open_fixture_store"]
 
@@ -29,8 +31,24 @@ def ingest(store: hotmem.MemoryStore, corpus: pa.Table) -> int:
     return len(store.add_many(memory_records(corpus)))
 
 
-def open_fixture_store(path: str | Path, corpus: pa.Table) -> hotmem.MemoryStore:
-    """Open a new store at ``path`` with the fixed clock and ingest ``corpus`` into it."""
+def open_fixture_store(
+    path: str | Path, corpus: pa.Table, *, spaces: Iterable[str] = ()
+) -> hotmem.MemoryStore:
+    """Open a new store at ``path`` with the fixed clock and ingest ``corpus`` into it, with
+    every vector space of ``spaces`` built (the spaces the evaluated profiles read).
+
+    This is the one place the evaluator ingests: the store every profile is searched on.
+
+    Raises:
+        UsageError: a space this HotMem's store does not build (today only
+            ``hotmem.MODEL_NAME``, built by every add).
+    """
+    unknown = sorted(set(spaces) - {hotmem.MODEL_NAME})
+    if unknown:
+        raise UsageError(
+            f"a profile needs the vector space(s) {', '.join(map(repr, unknown))}; "
+            f"this HotMem builds {hotmem.MODEL_NAME!r} only"
+        )
     store = hotmem.open_store(path, clock=hotmem.fixed_clock(FIXED_CLOCK))
     try:
         ingest(store, corpus)

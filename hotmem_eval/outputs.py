@@ -14,7 +14,7 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from hotmem_eval.sqlfiles import sql_files
 __all__ = [
     "EXPORT_TABLES",
     "MANIFEST",
+    "PROFILE_TABLES",
     "atomic_write",
     "check_outputs",
     "export_paths",
@@ -40,16 +41,20 @@ __all__ = [
 MANIFEST = "manifest.json"
 #: table name -> what one row is. Column names are the canonical ones the SQL files read.
 EXPORT_TABLES = {
-    "results": "one returned slot: query_id, rank, memory_id, identifier, grade, score, components",
+    "results": "one returned slot of a profile: profile, query_id, rank, memory_id, identifier, "
+    "grade, score, components",
     "queries": "one fixture query: query_id, category, query, identifier (scope), notes",
     "qrels": "one graded (query_id, memory_id) pair, grade 0..3",
     "groups": "one (query_id, memory_id) in a near-duplicate group, group_id",
     "memories": "one corpus memory: memory_id, identifier, fact, importance, tags, created_at",
-    "per_query_metrics": "one (query_id, metric): value, numerator, denominator, applicable",
-    "category_metrics": "one (category, metric) incl. overall: value, n/d, query_count",
-    "misses": "one relevant memory missed from a query's top k, with the reason",
-    "transfer": "one (query_id, rank) compared before/after snapshot -> verify -> hydrate",
+    "per_query_metrics": "one (profile, query_id, metric): value, numerator, denominator, "
+    "applicable",
+    "category_metrics": "one (profile, category, metric) incl. overall: value, n/d, query_count",
+    "misses": "one relevant memory missed from a query's top k under a profile, with the reason",
+    "transfer": "one (profile, query_id, rank) compared before/after snapshot -> verify -> hydrate",
 }
+#: The tables with one block of rows per profile: their first column is ``profile``.
+PROFILE_TABLES = ("results", "per_query_metrics", "category_metrics", "misses", "transfer")
 
 
 def _umask() -> int:
@@ -127,10 +132,13 @@ def _write_parquet(table: pa.Table, target: Path) -> None:
     pq.write_table(table, target)
 
 
-def export_tables(run: EvalRun) -> dict[str, pa.Table]:
-    """The run's tables, as Arrow, in the canonical column names."""
-    fixture = run.fixture
-    grades = pl.DataFrame(fixture.qrels).select("query_id", "memory_id", "grade")
+def _runs(runs: EvalRun | Sequence[EvalRun]) -> list[EvalRun]:
+    return [runs] if isinstance(runs, EvalRun) else list(runs)
+
+
+def _profile_table(run: EvalRun) -> dict[str, pl.DataFrame]:
+    """The tables of one profile's run, without the profile column."""
+    grades = pl.DataFrame(run.fixture.qrels).select("query_id", "memory_id", "grade")
     results = (
         run.results.join(grades, on=["query_id", "memory_id"], how="left")
         .with_columns(pl.col("grade").fill_null(0).cast(pl.Int8))
@@ -149,15 +157,40 @@ def export_tables(run: EvalRun) -> dict[str, pa.Table]:
         .sort("query_id", "rank")
     )
     return {
-        "results": results.to_arrow(),
+        "results": results,
+        "per_query_metrics": run.per_query,
+        "category_metrics": run.aggregate,
+        "misses": pl.DataFrame(misses_table(run.misses)),
+        "transfer": pl.DataFrame(run.transfer.comparison),
+    }
+
+
+def export_tables(runs: EvalRun | Sequence[EvalRun]) -> dict[str, pa.Table]:
+    """The tables of one run or of several profiles' runs (on one fixture), as Arrow, in the
+    canonical column names; ``PROFILE_TABLES`` stack every profile's rows, in run order,
+    behind a first column ``profile``."""
+    chosen = _runs(runs)
+    fixture = chosen[0].fixture
+    blocks = [_profile_table(run) for run in chosen]
+    stacked = {
+        name: pl.concat(
+            [
+                block[name].select(pl.lit(run.profile.name).alias("profile"), pl.all())
+                for run, block in zip(chosen, blocks, strict=True)
+            ]
+        ).to_arrow()
+        for name in PROFILE_TABLES
+    }
+    return {
+        "results": stacked["results"],
         "queries": fixture.queries.drop_columns(["line"]),
         "qrels": fixture.qrels,
         "groups": fixture.groups,
         "memories": fixture.corpus.drop_columns(["line"]),
-        "per_query_metrics": run.per_query.to_arrow(),
-        "category_metrics": run.aggregate.to_arrow(),
-        "misses": misses_table(run.misses),
-        "transfer": run.transfer.comparison,
+        "per_query_metrics": stacked["per_query_metrics"],
+        "category_metrics": stacked["category_metrics"],
+        "misses": stacked["misses"],
+        "transfer": stacked["transfer"],
     }
 
 
@@ -167,20 +200,29 @@ def export_paths(directory: Path) -> list[Path]:
     return [*tables, directory / "category_metrics.csv", directory / MANIFEST]
 
 
-def write_exports(run: EvalRun, directory: Path, *, result: dict[str, Any]) -> list[Path]:
-    """Write every export table as Parquet (and category_metrics as CSV) plus a manifest."""
+def write_exports(
+    runs: EvalRun | Sequence[EvalRun], directory: Path, *, result: dict[str, Any]
+) -> list[Path]:
+    """Write every export table as Parquet (and category_metrics as CSV) plus a manifest,
+    which names the profiles (baseline first) and the fixture's digests."""
+    chosen = _runs(runs)
+    tables = export_tables(chosen)
     written = []
-    for name, table in export_tables(run).items():
+    for name, table in tables.items():
         path = directory / f"{name}.parquet"
         atomic_write(path, functools.partial(_write_parquet, table))
         written.append(path)
     csv = directory / "category_metrics.csv"
-    atomic_write(csv, lambda target: run.aggregate.write_csv(target))
+    category_metrics = pl.DataFrame(tables["category_metrics"])
+    atomic_write(csv, lambda target: category_metrics.write_csv(target))
     written.append(csv)
+    fixture = result["fixture"]
     manifest = {
         "schema_version": result["schema_version"],
         "generated_at": result["generated_at"],
-        "top_k": run.top_k,
+        "top_k": chosen[0].top_k,
+        "profiles": [run.profile.name for run in chosen],
+        "fixture": {key: fixture[key] for key in ("corpus_sha256", "queries_sha256")},
         "tables": {name: f"{name}.parquet" for name in EXPORT_TABLES},
         "table_rows": dict(EXPORT_TABLES.items()),
         "sql_files": {name: file.version for name, file in sql_files().items()},

@@ -2,9 +2,10 @@
 
 Each export table becomes a DuckDB view of the same name, with a ``run`` column (the export
 directory's name) so several runs can be compared in one query. The metric registry is the
-table ``metrics`` (the SQL files' input of that name). With exactly one run, every versioned SQL
-file whose columns that run's tables have is also a view, ``sql_<name>`` (for example
-``sql_category_metrics``), computed over that run's tables with its top-k.
+table ``metrics`` (the SQL files' input of that name). With exactly one run, every versioned
+SQL file whose columns that run's tables have is also a view, ``sql_<name>`` (for example
+``sql_category_metrics``), computed over that run's tables with its top-k; for a run of several
+profiles, only the files whose inputs have a ``profile`` column (``sql_paired_deltas``).
 
 By default the SQL runs as it would in ``duckdb`` itself: with the user's full file and network
 access (``COPY ... TO`` any file, ``read_csv('/etc/passwd')``, ``ATTACH``, ``INSTALL``/``LOAD``,
@@ -38,7 +39,7 @@ from hotmem_eval.metric_registry import metrics_frame
 from hotmem_eval.outputs import EXPORT_TABLES, MANIFEST
 from hotmem_eval.sqlfiles import sql_files
 
-__all__ = ["SAFE_SETTINGS", "Format", "format_rows", "open_runs", "run_query"]
+__all__ = ["SAFE_SETTINGS", "Format", "format_rows", "open_runs", "read_manifest", "run_query"]
 
 Format = Literal["table", "csv", "json"]
 #: What ``safe`` mode sets, in order, once the run tables are in memory; the last locks them.
@@ -67,7 +68,12 @@ def _run_names(directories: Sequence[Path]) -> list[str]:
     return names
 
 
-def _manifest(directory: Path) -> dict[str, Any]:
+def read_manifest(directory: Path) -> dict[str, Any]:
+    """The manifest of a run export.
+
+    Raises:
+        UsageError: the directory has no manifest, or it cannot be read.
+    """
     path = directory / MANIFEST
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -90,7 +96,7 @@ def open_runs(directories: Sequence[Path], *, safe: bool = False) -> duckdb.Duck
     """
     if not directories:
         raise UsageError("expected at least one run directory")
-    manifests = [_manifest(directory) for directory in directories]
+    manifests = [read_manifest(directory) for directory in directories]
     names = _run_names(directories)
     con = duckdb.connect()
     kind = "TABLE" if safe else "VIEW"
@@ -108,7 +114,12 @@ def open_runs(directories: Sequence[Path], *, safe: bool = False) -> duckdb.Duck
     con.unregister("metric_registry")
     if len(directories) == 1:
         con.execute("SET VARIABLE k = ?", [int(manifests[0]["top_k"])])
+        several = len(manifests[0].get("profiles", [None])) > 1
         for name, file in sql_files().items():
+            if several and "profile" not in file.inputs:
+                # Its inputs have no profile column: over several profiles' rows it would
+                # mix them. No view, rather than a wrong one.
+                continue
             body = file.text.strip().rstrip(";")
             try:
                 con.execute(f"CREATE VIEW sql_{name} AS {body}")

@@ -11,6 +11,7 @@ from typing import Any
 from hotmem_eval.attribution import REASONS
 from hotmem_eval.fixture_schema import CATEGORIES
 from hotmem_eval.metric_registry import METRICS
+from hotmem_eval.report_profiles import profile_lines
 from hotmem_eval.report_queries import TEXT_WIDTH, negative_lines, worst_query_lines
 from hotmem_eval.report_rules import rule_lines
 
@@ -179,6 +180,10 @@ def _timings(result: dict[str, Any]) -> list[str]:
     ]
 
 
+def _floor(value: float | None) -> str:
+    return "– (no vector channel)" if value is None else str(value)
+
+
 def render_markdown(result: dict[str, Any]) -> str:
     """Render the Markdown report of a result document."""
     config, fixture, k = (
@@ -197,11 +202,12 @@ def render_markdown(result: dict[str, Any]) -> str:
         "|---|---|",
         f"| HotMem | {result['hotmem']['version']} "
         f"(commit {result['hotmem']['git_commit'] or 'unknown'}) |",
+        f"| profile | {config['profile']['name']} ({config['profile']['fusion']} fusion) |",
         f"| embedding | {config['embedding']['model']}, "
         f"dimension {config['embedding']['dimension']} |",
         f"| fusion weights | cosine {weights['cosine']}, BM25 {weights['bm25']}, "
         f"importance {weights['importance']} |",
-        f"| relevance floor (min_similarity) | {config['min_similarity']} |",
+        f"| relevance floor (min_similarity) | {_floor(config['min_similarity'])} |",
         f"| FTS tokenizer | {config['fts_tokenizer']} |",
         f"| top-k / repeat | {k} / {config['repeat']} |",
         f"| fixture | {fixture['memory_count']} memories, {fixture['query_count']} queries "
@@ -221,6 +227,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         "",
         "These are prioritisation rules for the next retrieval change, not release thresholds.",
         "",
+        *profile_lines(result),
         "## Metrics",
         "",
         f"Relevant means grade >= {config['relevant_grade']}. Values are means over the "

@@ -18,9 +18,20 @@ from hotmem_eval.fixture_schema import CATEGORIES, NEGATIVE_CATEGORY, RELEVANT_G
 from hotmem_eval.metric_registry import OVERALL
 from hotmem_eval.runner import COMPONENTS, rows_by_query
 
-__all__ = ["SCHEMA_VERSION", "TIMINGS_NOTE", "build_result", "latency_quantiles"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "TIMINGS_NOTE",
+    "build_result",
+    "latency_quantiles",
+    "metrics_block",
+    "queries_block",
+    "recommendation_block",
+    "transfer_block",
+]
 
-SCHEMA_VERSION = 1
+#: Version 2: ``configuration.profile`` (the profile's ``to_dict``), and with several
+#: profiles ``profiles``, ``comparisons`` and ``ablation`` (``result_profiles``).
+SCHEMA_VERSION = 2
 TIMINGS_NOTE = (
     "Local diagnostics measured on this machine in this run; not a cross-machine performance "
     "guarantee."
@@ -44,7 +55,7 @@ def latency_quantiles(latencies_ms: tuple[float, ...]) -> dict[str, float | int 
     }
 
 
-def _metrics(aggregate: pl.DataFrame) -> dict[str, Any]:
+def metrics_block(aggregate: pl.DataFrame) -> dict[str, Any]:
     blocks: dict[str, dict[str, Any]] = {}
     for row in aggregate.iter_rows(named=True):
         blocks.setdefault(row["category"], {})[row["metric"]] = {
@@ -62,7 +73,7 @@ def _components(row: dict[str, Any]) -> dict[str, Any]:
     return {key: row[key] for key in COMPONENTS}
 
 
-def _queries(run: EvalRun) -> list[dict[str, Any]]:
+def queries_block(run: EvalRun) -> list[dict[str, Any]]:
     grades: dict[str, dict[str, int]] = {}
     for row in run.fixture.qrels.to_pylist():
         grades.setdefault(row["query_id"], {})[row["memory_id"]] = row["grade"]
@@ -140,7 +151,7 @@ def _timings(run: EvalRun) -> dict[str, Any]:
     }
 
 
-def _transfer(run: EvalRun) -> dict[str, Any]:
+def transfer_block(run: EvalRun) -> dict[str, Any]:
     t = run.transfer
     return {
         "equivalent_queries": t.equivalent_queries,
@@ -157,21 +168,25 @@ def _transfer(run: EvalRun) -> dict[str, Any]:
 def build_result(run: EvalRun, *, generated_at: datetime, git_commit: str | None) -> dict[str, Any]:
     """The JSON document of a run (see ``result.schema.json``)."""
     fixture = run.fixture
-    queries = _queries(run)
+    queries = queries_block(run)
     categories = Counter(str(c) for c in fixture.queries.column("category").to_pylist())
-    recommendation = run.recommendation
+    profile = run.profile
+    vector, lexical = profile.vector, profile.lexical
     return {
         "schema_version": SCHEMA_VERSION,
         "generated_at": generated_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "hotmem": {"version": hotmem.__version__, "git_commit": git_commit},
         "configuration": {
             "embedding": {"model": hotmem.MODEL_NAME, "dimension": hotmem.DIMENSION},
+            # The profile's fusion weights and floor (0 for a channel it lacks; no floor
+            # without a vector channel), as schema version 1 named them.
+            "profile": profile.to_dict(),
             "weights": {
-                "cosine": hotmem.WEIGHTS.cosine,
-                "bm25": hotmem.WEIGHTS.bm25,
-                "importance": hotmem.WEIGHTS.importance,
+                "cosine": 0.0 if vector is None else vector.weight,
+                "bm25": 0.0 if lexical is None else lexical.weight,
+                "importance": profile.importance,
             },
-            "min_similarity": hotmem.MIN_SIMILARITY,
+            "min_similarity": None if vector is None else vector.floor,
             "fts_tokenizer": hotmem.LEXICAL_INDEX,
             "top_k": run.top_k,
             "repeat": run.repeat,
@@ -188,16 +203,22 @@ def build_result(run: EvalRun, *, generated_at: datetime, git_commit: str | None
             "category_counts": {c: categories[c] for c in sorted(categories)},
             "warnings": [str(w) for w in fixture.warnings],
         },
-        "metrics": _metrics(run.aggregate),
-        "transfer": _transfer(run),
+        "metrics": metrics_block(run.aggregate),
+        "transfer": transfer_block(run),
         "timings": _timings(run),
         "queries": queries,
         "failed_query_ids": [q["query_id"] for q in queries if q["failures"]],
         "facts": _facts(run, queries),
-        "recommendation": {
-            "rule": recommendation.rule,
-            "code": recommendation.code,
-            "text": recommendation.text,
-            "guards": list(recommendation.guards),
-        },
+        "recommendation": recommendation_block(run),
+    }
+
+
+def recommendation_block(run: EvalRun) -> dict[str, Any]:
+    """The ``recommendation`` object of a result document."""
+    recommendation = run.recommendation
+    return {
+        "rule": recommendation.rule,
+        "code": recommendation.code,
+        "text": recommendation.text,
+        "guards": list(recommendation.guards),
     }

@@ -140,9 +140,11 @@ def run_transfer(
     workdir: Path,
     *,
     top_k: int,
+    profile: hotmem.Profile | None = None,
 ) -> TransferOutcome:
     """Snapshot ``store``, verify and hydrate the package into a new store in ``workdir``,
-    re-run every query there and compare with ``source_results``."""
+    re-run every query there under ``profile`` (``default`` when None) and compare with
+    ``source_results``."""
     package = workdir / "transfer.hotmem"
     target = workdir / "hydrated.db"
     started = time.perf_counter()
@@ -157,7 +159,7 @@ def run_transfer(
     first_query = queries.column("query")[0].as_py() if queries.num_rows else ""
     cold_start_s = _cold_start(target, first_query, workdir)
     with hotmem.open_store(target) as hydrated:
-        rerun = run_queries(hydrated, queries, top_k=top_k)
+        rerun = run_queries(hydrated, queries, top_k=top_k, profile=profile)
         comparison, drift, equivalent = compare_results(
             source_results, rerun.results, [str(q) for q in queries.column("query_id").to_pylist()]
         )

@@ -2,6 +2,7 @@
 
     uv run python scripts/retrieval_eval.py [--corpus P] [--queries P] [--output P] [--report P]
                                             [--top-k N] [--repeat N] [--export-dir D]
+                                            [--profile NAME ...] [--profiles FILE.toml]
                                             [--check-baseline | --update-baseline]
 
 The same command is installed as ``hotmem-eval``; see docs/retrieval-quality.md.

@@ -32,12 +32,12 @@ def test_version() -> None:
     )
 
 
-def test_help_lists_both_commands() -> None:
+def test_help_lists_every_command() -> None:
     completed = run([*HOTMEM_EVAL, "--help"])
     assert completed.code == 0
     lines = completed.out.splitlines()
-    commands = lines[lines.index("commands:") + 1 :][:2]
-    assert [line.split()[0] for line in commands] == ["run", "query"]
+    commands = lines[lines.index("commands:") + 1 :][:3]
+    assert [line.split()[0] for line in commands] == ["run", "query", "compare"]
     assert completed.out.startswith(
         "usage: hotmem-eval [run] [options]\n       hotmem-eval query DIR [DIR ...] SQL"
     )

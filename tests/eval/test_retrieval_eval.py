@@ -76,7 +76,10 @@ def result(run_dir: Path) -> dict:
 
 def test_output_validates_against_the_committed_schema(result: dict) -> None:
     jsonschema.validate(result, SCHEMA)
-    assert result["schema_version"] == 1
+    assert result["schema_version"] == 2
+    assert result["configuration"]["profile"] == hotmem.PROFILES["default"].to_dict()
+    # One profile: today's shape, no comparison keys.
+    assert not {"profiles", "comparisons", "ablation"} & set(result)
     assert result["configuration"]["embedding"] == {"model": "hotmem-hash-v1", "dimension": 64}
     assert result["configuration"]["weights"] == {"cosine": 0.6, "bm25": 0.2, "importance": 0.2}
     assert (result["fixture"]["memory_count"], result["fixture"]["query_count"]) == (155, 98)
@@ -154,14 +157,27 @@ def test_exports_read_back_through_the_sql_files(run_dir: Path) -> None:
         export / "groups.parquet",
         k=k,
     )
-    assert_frame_equal(
-        per_query, pl.read_parquet(export / "per_query_metrics.parquet"), abs_tol=1e-12
-    )
-    assert_frame_equal(
-        per_category, pl.read_parquet(export / "category_metrics.parquet"), abs_tol=1e-12
-    )
+    # Every per-profile table starts with the profile column: here one profile, default.
+    exported = {
+        name: pl.read_parquet(export / f"{name}.parquet")
+        for name in ("per_query_metrics", "category_metrics")
+    }
+    for frame in exported.values():
+        assert frame.columns[0] == "profile"
+        assert frame["profile"].unique().to_list() == ["default"]
+    assert_frame_equal(per_query, exported["per_query_metrics"].drop("profile"), abs_tol=1e-12)
+    assert_frame_equal(per_category, exported["category_metrics"].drop("profile"), abs_tol=1e-12)
+    assert manifest["profiles"] == ["default"]
     csv = pl.read_csv(export / "category_metrics.csv")
-    assert csv.columns == ["category", "metric", "value", "numerator", "denominator", "query_count"]
+    assert csv.columns == [
+        "profile",
+        "category",
+        "metric",
+        "value",
+        "numerator",
+        "denominator",
+        "query_count",
+    ]
     assert csv.height == per_category.height
 
 
@@ -376,7 +392,7 @@ def test_an_evaluator_bug_is_one_line_and_exit_1(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(hotmem_eval.evaluate, "evaluate", broken)
+    monkeypatch.setattr(hotmem_eval.evaluate, "evaluate_profiles", broken)
     monkeypatch.delenv("HOTMEM_EVAL_TRACEBACK", raising=False)
     assert main(["--output", str(tmp_path / "r.json")]) == 1
     err = capsys.readouterr().err

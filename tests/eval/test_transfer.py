@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+import hotmem
 from hotmem_eval.attribution import attribute_misses
 from hotmem_eval.fixtures import load_fixture
 from hotmem_eval.ingest import open_fixture_store
@@ -96,3 +97,56 @@ def test_misses_on_the_committed_fixture_are_explained() -> None:
     none = by_key[("q-para-002", "mem-pager-001")]
     assert none.reason == "no_channel_match"
     assert none.cosine <= 0.0
+
+
+@pytest.mark.parametrize(
+    ("name", "reasons"),
+    [
+        ("bm25-only", {"outranked": 20, "no_channel_match": 10}),
+        ("rrf", {"outranked": 24, "below_floor": 6, "no_channel_match": 3}),
+        ("cosine-only", {"below_floor": 81, "no_channel_match": 11, "outranked": 1}),
+    ],
+)
+def test_misses_are_explained_under_the_profile_searched(name: str, reasons: dict) -> None:
+    """Under a profile hotmem.diagnose cannot describe, the verdicts come from explain and
+    search_memories with that profile: an outranked miss holds the rank a deep search gives."""
+    profile = hotmem.PROFILES[name]
+    fixture = load_fixture(FIXTURE / "corpus.jsonl", FIXTURE / "queries.jsonl")
+    with open_fixture_store(":memory:", fixture.corpus) as store:
+        run = run_queries(store, fixture.queries, top_k=5, profile=profile)
+        misses = attribute_misses(
+            store, fixture.queries, fixture.qrels, run.results, top_k=5, profile=profile
+        )
+        texts = dict(
+            zip(
+                fixture.queries["query_id"].to_pylist(),
+                fixture.queries["query"].to_pylist(),
+                strict=True,
+            )
+        )
+        scopes = dict(
+            zip(
+                fixture.queries["query_id"].to_pylist(),
+                fixture.queries["identifier"].to_pylist(),
+                strict=True,
+            )
+        )
+        for miss in misses:
+            if miss.reason != "outranked":
+                assert miss.candidate_rank is None
+                continue
+            deep = hotmem.search_memories(
+                store,
+                texts[miss.query_id],
+                identifier=scopes[miss.query_id],
+                limit=100,
+                profile=profile,
+            )
+            ranks = {r.memory_id: r.rank for r in deep}
+            assert miss.candidate_rank == ranks[miss.memory_id] > 5
+            assert [o.memory_id for o in miss.outranked_by] == [r.memory_id for r in deep[:5]]
+    assert Counter(m.reason for m in misses) == reasons
+    if profile.vector is None:
+        assert {m.detail for m in misses if m.reason == "no_channel_match"} == {
+            "no lexical match; profile 'bm25-only' has no cosine"
+        }
