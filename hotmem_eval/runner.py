@@ -85,9 +85,11 @@ def run_queries(
     top_k: int,
     repeat: int = 1,
     progress: hotmem.ProgressCallback | None = None,
+    profile: str | hotmem.Profile | None = None,
 ) -> QueryRun:
-    """Search every query ``repeat`` times (scoped by its identifier when it has one);
-    ``progress`` is called with (queries done, queries) after each query.
+    """Search every query ``repeat`` times (scoped by its identifier when it has one) under
+    ``profile`` (the store's default profile when ``None``); ``progress`` is called with
+    (queries done, queries) after each query.
 
     Raises:
         EvalError: a repeat returned different results: retrieval is not deterministic.
@@ -101,7 +103,11 @@ def run_queries(
         for _ in range(repeat):
             started = time.perf_counter()
             found = hotmem.search_memories(
-                store, query["query"], identifier=query["identifier"], limit=top_k
+                store,
+                query["query"],
+                identifier=query["identifier"],
+                limit=top_k,
+                profile=profile,
             )
             latencies.append((time.perf_counter() - started) * 1000.0)
             current = result_rows(query["query_id"], found)

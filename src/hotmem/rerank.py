@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 #: The λ of ``default+mmr`` (docs/ranking.md says how it was chosen).
-DEFAULT_LAMBDA = 0.7
+DEFAULT_LAMBDA = 0.9
 DEFAULT_POOL = 20
 MAX_POOL = 1000
 _FORMAT = struct.Struct(f"<{DIMENSION}f")
