@@ -21,6 +21,7 @@ from hotmem.errors import ValidationError
 from hotmem.fusion import MIN_SIMILARITY
 from hotmem.jsonl import JsonlProblem, JsonlRecord, read_jsonl
 from hotmem.models import memory_from_mapping
+from hotmem.profiles import PROFILES
 from hotmem.progress import Progress
 from hotmem.search import search_memories
 
@@ -141,6 +142,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             args.query,
             identifier=args.identifier,
             limit=args.limit,
+            profile=args.profile,
             min_similarity=args.min_similarity,
         )
     if args.json:
@@ -162,6 +164,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             identifier=args.identifier,
             limit=args.limit,
             min_similarity=args.min_similarity,
+            profile=args.profile,
         )
         fact = store.get(args.memory_id).fact
     if args.json:
@@ -214,6 +217,11 @@ def _ranking_options(p: argparse.ArgumentParser) -> None:
         metavar="COSINE",
         help="the relevance floor: a memory without a lexical match needs this cosine "
         f"(default {MIN_SIMILARITY:g}; docs/ranking.md says how it was chosen)",
+    )
+    p.add_argument(
+        "--profile",
+        choices=list(PROFILES),
+        help="a built-in retrieval profile (default: the store's default profile)",
     )
 
 

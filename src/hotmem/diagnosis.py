@@ -26,6 +26,7 @@ from typing import Literal
 from hotmem.db import MemoryStore
 from hotmem.errors import ValidationError
 from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
+from hotmem.profiles import Profile
 from hotmem.search import MAX_LIMIT, Explanation, SearchResult, explain, search_memories
 
 __all__ = ["COSINE_TOLERANCE", "VERDICTS", "Diagnosis", "Verdict", "diagnose"]
@@ -126,9 +127,12 @@ def diagnose(
     limit: int = 5,
     min_similarity: float = MIN_SIMILARITY,
     weights: Weights = WEIGHTS,
+    profile: str | Profile | None = None,
 ) -> Diagnosis:
     """Say why ``memory_id`` ranks where it does for ``query`` (searched with ``identifier``,
-    ``limit``, ``min_similarity`` and ``weights``), or why it is missing from the results.
+    ``limit``, ``min_similarity``, ``weights`` and ``profile``, the store's default profile when
+    ``None``), or why it is missing from the results. With a reranker, ``rank`` is the rank
+    after reranking and the explanation holds the rank before it.
 
     Returns:
         The :class:`Diagnosis`; its ``detail`` is one line, e.g. ``no lexical match; cosine
@@ -147,6 +151,7 @@ def diagnose(
             query,
             memory_id,
             identifier=identifier,
+            profile=profile,
             min_similarity=min_similarity,
             weights=weights,
         )
@@ -159,6 +164,7 @@ def diagnose(
                 query,
                 identifier=identifier,
                 limit=max(limit, min(len(store), MAX_LIMIT)),
+                profile=profile,
                 min_similarity=min_similarity,
                 weights=weights,
             )
