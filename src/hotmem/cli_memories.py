@@ -23,7 +23,7 @@ from hotmem.jsonl import JsonlProblem, JsonlRecord, read_jsonl
 from hotmem.models import memory_from_mapping
 from hotmem.profiles import PROFILES
 from hotmem.progress import Progress
-from hotmem.search import search_memories
+from hotmem.search import effective_profile, search_memories
 
 __all__ = [
     "MAX_REPORTED_PROBLEMS",
@@ -137,13 +137,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     with existing_store(args) as store:
+        profile = effective_profile(store, args.profile, min_similarity=args.min_similarity)
         results = search_memories(
-            store,
-            args.query,
-            identifier=args.identifier,
-            limit=args.limit,
-            profile=args.profile,
-            min_similarity=args.min_similarity,
+            store, args.query, identifier=args.identifier, limit=args.limit, profile=profile
         )
     if args.json:
         print_json([r.to_dict() for r in results])
@@ -151,26 +147,26 @@ def cmd_search(args: argparse.Namespace) -> int:
     if not results:
         print("no results")
     for r in results:
-        print("\n".join(result_lines(r, explain=args.explain, floor=args.min_similarity)))
+        print("\n".join(result_lines(r, explain=args.explain, profile=profile)))
     return EXIT_OK
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
     with existing_store(args) as store, store.reading():
+        profile = effective_profile(store, args.profile, min_similarity=args.min_similarity)
         diagnosis = diagnose(
             store,
             args.query,
             args.memory_id,
             identifier=args.identifier,
             limit=args.limit,
-            min_similarity=args.min_similarity,
-            profile=args.profile,
+            profile=profile,
         )
         fact = store.get(args.memory_id).fact
     if args.json:
         print_json({**diagnosis.to_dict(), "fact": fact})
     else:
-        print("\n".join(diagnosis_lines(diagnosis, fact)))
+        print("\n".join(diagnosis_lines(diagnosis, fact, profile)))
     return EXIT_OK
 
 
@@ -211,17 +207,20 @@ def _ranking_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--identifier", help="search only this identifier's memories")
     p.add_argument("--limit", type=limit_value, default=5, help="number of results (default 5)")
     p.add_argument(
-        "--min-similarity",
-        type=similarity_value,
-        default=MIN_SIMILARITY,
-        metavar="COSINE",
-        help="the relevance floor: a memory without a lexical match needs this cosine "
-        f"(default {MIN_SIMILARITY:g}; docs/ranking.md says how it was chosen)",
+        "--profile",
+        choices=tuple(PROFILES),
+        metavar="NAME",
+        help=f"the retrieval profile: one of {', '.join(PROFILES)} "
+        "(default: the store's default profile, see hotmem profiles)",
     )
     p.add_argument(
-        "--profile",
-        choices=list(PROFILES),
-        help="a built-in retrieval profile (default: the store's default profile)",
+        "--min-similarity",
+        type=similarity_value,
+        default=None,
+        metavar="COSINE",
+        help="the relevance floor: a memory without a lexical match needs this cosine "
+        f"(default: the profile's, {MIN_SIMILARITY:g} for default; docs/ranking.md says how "
+        "it was chosen)",
     )
 
 

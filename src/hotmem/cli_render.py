@@ -3,34 +3,64 @@
 from __future__ import annotations
 
 from hotmem.diagnosis import Diagnosis
-from hotmem.fusion import WEIGHTS, Weights
+from hotmem.profiles import DEFAULT_PROFILE, PROFILES, Profile
 from hotmem.search import Explanation, ScoreComponents, SearchResult
 
 __all__ = ["diagnosis_lines", "rerank_line", "result_lines", "score_line"]
 
 
-def score_line(score: float, components: ScoreComponents, weights: Weights = WEIGHTS) -> str:
-    """``score S = 0.6 * cosine C + 0.2 * bm25 B + 0.2 * importance I`` and the lexical match."""
+def score_line(
+    score: float,
+    components: ScoreComponents,
+    profile: Profile = PROFILES[DEFAULT_PROFILE],
+    ranks: tuple[int | None, int | None] | None = None,
+) -> str:
+    """How ``score`` adds up under ``profile``: ``score S = 0.6 * cosine C + 0.2 * bm25 B +
+    0.2 * importance I`` for weighted fusion; for reciprocal-rank fusion the channel ranks
+    (when ``ranks`` gives them) and the components; then the lexical match."""
     lexical = (
         f"lexical match, bm25 {components.bm25_raw:.5g}"
         if components.bm25_raw is not None
         else "no lexical match"
     )
-    return (
-        f"score {score:.4f} = {weights.cosine:g} * cosine {components.cosine:.4f}"
-        f" + {weights.bm25:g} * bm25 {components.bm25_normalised:.4f}"
-        f" + {weights.importance:g} * importance {components.importance:.4f} ({lexical})"
-    )
+    vector = 0.0 if profile.vector is None else profile.vector.weight
+    words = 0.0 if profile.lexical is None else profile.lexical.weight
+    if profile.fusion == "rrf":
+        k = profile.rrf_k
+        parts = [
+            f"{weight:g} / ({k} + {name} rank {rank})"
+            for weight, name, rank in zip(
+                (vector, words), ("vector", "lexical"), ranks or (None, None), strict=True
+            )
+            if rank is not None
+        ]
+        sums = " + ".join(parts) if parts else "reciprocal-rank fusion"
+        return (
+            f"score {score:.4f} = {sums}; cosine {components.cosine:.4f}, "
+            f"bm25 {components.bm25_normalised:.4f} ({lexical})"
+        )
+    terms = []
+    if profile.vector is not None:
+        terms.append(f"{vector:g} * cosine {components.cosine:.4f}")
+    if profile.lexical is not None:
+        terms.append(f"{words:g} * bm25 {components.bm25_normalised:.4f}")
+    if profile.importance:
+        terms.append(f"{profile.importance:g} * importance {components.importance:.4f}")
+    return f"score {score:.4f} = {' + '.join(terms)} ({lexical})"
 
 
-def result_lines(result: SearchResult, *, explain: bool, floor: float) -> list[str]:
+def result_lines(result: SearchResult, *, explain: bool, profile: Profile) -> list[str]:
     """One result, and with ``explain`` why it is a candidate and how its score adds up."""
     lines = [f"{result.rank}. [{result.score:.4f}] {result.memory_id} ({result.identifier}): "
              f"{result.fact}"]  # fmt: skip
     if explain:
         c = result.components
-        why = "a lexical match" if c.lexical_match else f"cosine {c.cosine:.4f} >= {floor:g}"
-        lines.append(f"   candidate by {why}; {score_line(result.score, c)}")
+        floor = None if profile.vector is None else profile.vector.floor
+        if c.lexical_match or floor is None:
+            why = "a lexical match"
+        else:
+            why = f"cosine {c.cosine:.4f} >= {floor:g}"
+        lines.append(f"   candidate by {why}; {score_line(result.score, c, profile)}")
         if result.fused_rank is not None:
             lines.append(f"   reranked: fused rank {result.fused_rank} -> rank {result.rank}")
     return lines
@@ -53,16 +83,21 @@ def rerank_line(explanation: Explanation) -> str | None:
     )
 
 
-def diagnosis_lines(diagnosis: Diagnosis, fact: str) -> list[str]:
+def diagnosis_lines(diagnosis: Diagnosis, fact: str, profile: Profile) -> list[str]:
     """What ``hotmem explain`` prints: the memory, the verdict, the score, who ranks above."""
     e = diagnosis.explanation
+    floor = (
+        "no cosine floor"
+        if diagnosis.min_similarity is None
+        else f"min_similarity {diagnosis.min_similarity:g}"
+    )
     scope = "all identifiers" if diagnosis.scope is None else f"identifier {diagnosis.scope!r}"
     lines = [
         f"{e.memory_id} ({e.identifier}): {fact}",
-        f"query: {diagnosis.query!r} in {scope}, top {diagnosis.limit}, "
-        f"min_similarity {diagnosis.min_similarity:g}",
+        f"query: {diagnosis.query!r} in {scope}, top {diagnosis.limit}, {floor}, "
+        f"profile {diagnosis.profile}",
         f"{diagnosis.verdict}: {diagnosis.detail}",
-        score_line(e.score, e.components),
+        score_line(e.score, e.components, profile, (e.vector_rank, e.lexical_rank)),
     ]
     rerank = rerank_line(e)
     if rerank is not None:

@@ -8,7 +8,7 @@ score. The verdicts, checked in this order:
 =================== ================================================================
 ``outside_scope``    the memory belongs to another identifier than the scope searched
 ``no_channel_match`` no query term matched and its cosine is <= 0 (within 1e-6)
-``below_floor``      no query term matched and its cosine is below ``min_similarity``
+``below_floor``      no term matched and its cosine is below the floor, or a match is gated
 ``outranked``        a candidate, but ``limit`` or more memories scored higher
 ``returned``         in the top ``limit``
 =================== ================================================================
@@ -25,9 +25,16 @@ from typing import Literal
 
 from hotmem.db import MemoryStore
 from hotmem.errors import ValidationError
-from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
+from hotmem.fusion import Weights
 from hotmem.profiles import Profile
-from hotmem.search import MAX_LIMIT, Explanation, SearchResult, explain, search_memories
+from hotmem.search import (
+    MAX_LIMIT,
+    Explanation,
+    SearchResult,
+    effective_profile,
+    explain,
+    search_memories,
+)
 
 __all__ = ["COSINE_TOLERANCE", "VERDICTS", "Diagnosis", "Verdict", "diagnose"]
 
@@ -40,7 +47,7 @@ COSINE_TOLERANCE = 1e-6
 VERDICTS: Mapping[Verdict, str] = {
     "outside_scope": "the memory belongs to another identifier than the scope searched",
     "no_channel_match": "no query term matched (BM25) and its cosine is <= 0 (within 1e-6)",
-    "below_floor": "no query term matched and its cosine is below min_similarity",
+    "below_floor": "its cosine is below the profile's floor (no query term matched) or gate",
     "outranked": "a candidate, but other memories scored higher",
     "returned": "in the top limit results",
 }
@@ -59,7 +66,9 @@ class Diagnosis:
         query: the query text.
         scope: the identifier searched, ``None`` for the whole store.
         limit: the number of results the verdict is about (a search's ``limit``).
-        min_similarity: the relevance floor used.
+        min_similarity: the relevance floor used (the profile's vector floor; ``None`` for a
+            profile without a vector channel).
+        profile: the name of the profile the search ran.
         verdict: one of ``VERDICTS``.
         detail: one line with the numbers behind the verdict.
         explanation: the memory's components and score (``hotmem.explain``).
@@ -72,12 +81,13 @@ class Diagnosis:
     query: str
     scope: str | None
     limit: int
-    min_similarity: float
+    min_similarity: float | None
     verdict: Verdict
     detail: str
     explanation: Explanation
     rank: int | None
     above: tuple[SearchResult, ...]
+    profile: str = "default"
 
     def to_dict(self) -> dict[str, object]:
         """The diagnosis as a JSON-ready dict (what ``hotmem explain --json`` prints)."""
@@ -103,19 +113,29 @@ class Diagnosis:
         }
 
 
-def _verdict(explanation: Explanation, scope: str | None, floor: float) -> tuple[Verdict, str]:
+def _verdict(explanation: Explanation, scope: str | None, profile: Profile) -> tuple[Verdict, str]:
     """The verdict of a memory that is not a candidate, or ``outranked`` for one that is."""
     cosine = explanation.components.cosine
+    floor = None if profile.vector is None else profile.vector.floor
+    gate = None if profile.lexical is None else profile.lexical.gate
     if not explanation.in_scope:
         return (
             "outside_scope",
             f"memory is in {explanation.identifier!r}; the query searched {scope!r}",
         )
-    if not explanation.passes_floor and cosine <= COSINE_TOLERANCE:
+    if explanation.passes_floor:
+        return "outranked", ""
+    matched = explanation.components.lexical_match
+    if matched and gate is not None and cosine < gate:
+        return "below_floor", f"lexical match, but cosine {_f(cosine)} < lexical gate {gate:g}"
+    if matched or (floor is not None and cosine >= floor):
+        # admitted by a channel, yet not ranked: beyond reciprocal-rank fusion's depth
+        return "outranked", ""
+    if floor is None:
+        return "no_channel_match", f"no lexical match; profile {profile.name!r} has no cosine"
+    if cosine <= COSINE_TOLERANCE:
         return "no_channel_match", f"no lexical match; cosine {_f(cosine)} <= 0"
-    if not explanation.passes_floor:
-        return "below_floor", f"no lexical match; cosine {_f(cosine)} < min_similarity {floor}"
-    return "outranked", ""
+    return "below_floor", f"no lexical match; cosine {_f(cosine)} < min_similarity {floor:g}"
 
 
 def diagnose(
@@ -125,14 +145,13 @@ def diagnose(
     *,
     identifier: str | None = None,
     limit: int = 5,
-    min_similarity: float = MIN_SIMILARITY,
-    weights: Weights = WEIGHTS,
     profile: str | Profile | None = None,
+    min_similarity: float | None = None,
+    weights: Weights | None = None,
 ) -> Diagnosis:
     """Say why ``memory_id`` ranks where it does for ``query`` (searched with ``identifier``,
-    ``limit``, ``min_similarity``, ``weights`` and ``profile``, the store's default profile when
-    ``None``), or why it is missing from the results. With a reranker, ``rank`` is the rank
-    after reranking and the explanation holds the rank before it.
+    ``limit`` and the profile, with ``min_similarity`` and ``weights`` overriding its floor and
+    weights as in :func:`hotmem.search_memories`), or why it is missing from the results.
 
     Returns:
         The :class:`Diagnosis`; its ``detail`` is one line, e.g. ``no lexical match; cosine
@@ -146,16 +165,10 @@ def diagnose(
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise ValidationError(f"limit must be an integer in 1..{MAX_LIMIT}; found limit={limit!r}")
     with store.reading():
-        explanation = explain(
-            store,
-            query,
-            memory_id,
-            identifier=identifier,
-            profile=profile,
-            min_similarity=min_similarity,
-            weights=weights,
-        )
-        verdict, detail = _verdict(explanation, identifier, min_similarity)
+        chosen = effective_profile(store, profile, min_similarity=min_similarity, weights=weights)
+        floor = None if chosen.vector is None else chosen.vector.floor
+        explanation = explain(store, query, memory_id, identifier=identifier, profile=chosen)
+        verdict, detail = _verdict(explanation, identifier, chosen)
         rank: int | None = None
         above: tuple[SearchResult, ...] = ()
         if verdict == "outranked":
@@ -164,9 +177,7 @@ def diagnose(
                 query,
                 identifier=identifier,
                 limit=max(limit, min(len(store), MAX_LIMIT)),
-                profile=profile,
-                min_similarity=min_similarity,
-                weights=weights,
+                profile=chosen,
             )
             rank = next((r.rank for r in deep if r.memory_id == memory_id), None)
             if rank is not None and rank <= limit:
@@ -183,10 +194,11 @@ def diagnose(
         query=query,
         scope=identifier,
         limit=limit,
-        min_similarity=min_similarity,
+        min_similarity=floor,
         verdict=verdict,
         detail=detail,
         explanation=explanation,
         rank=rank,
         above=above,
+        profile=chosen.name,
     )

@@ -73,7 +73,7 @@ def test_search_min_similarity_lowers_the_floor(
             ["m-paid"],
             [
                 f"m-paid (acme): {PAID}",
-                f"query: {QUERY!r} in all identifiers, top 5, min_similarity 0.4",
+                f"query: {QUERY!r} in all identifiers, top 5, min_similarity 0.4, profile default",
                 "below_floor: no lexical match; cosine 0.1363 < min_similarity 0.4",
                 "score 0.2618 = 0.6 * cosine 0.1363 + 0.2 * bm25 0.0000 + 0.2 * importance "
                 "0.9000 (no lexical match)",
@@ -83,7 +83,7 @@ def test_search_min_similarity_lowers_the_floor(
             ["m-beta-invoice", "--limit", "1"],
             [
                 f"m-beta-invoice (beta): {BETA}",
-                f"query: {QUERY!r} in all identifiers, top 1, min_similarity 0.4",
+                f"query: {QUERY!r} in all identifiers, top 1, min_similarity 0.4, profile default",
                 "outranked: score 0.5295 at rank 2; m-invoice leads by 0.2142",
                 "score 0.5295 = 0.6 * cosine 0.5874 + 0.2 * bm25 0.3855 + 0.2 * importance "
                 "0.5000 (lexical match, bm25 1.5997)",
@@ -95,7 +95,7 @@ def test_search_min_similarity_lowers_the_floor(
             ["m-beta-invoice"],
             [
                 f"m-beta-invoice (beta): {BETA}",
-                f"query: {QUERY!r} in all identifiers, top 5, min_similarity 0.4",
+                f"query: {QUERY!r} in all identifiers, top 5, min_similarity 0.4, profile default",
                 "returned: score 0.5295 at rank 2 of the top 5",
                 "score 0.5295 = 0.6 * cosine 0.5874 + 0.2 * bm25 0.3855 + 0.2 * importance "
                 "0.5000 (lexical match, bm25 1.5997)",
@@ -107,7 +107,8 @@ def test_search_min_similarity_lowers_the_floor(
             ["m-invoice", "--identifier", "beta"],
             [
                 f"m-invoice (acme): {INVOICE}",
-                f"query: {QUERY!r} in identifier 'beta', top 5, min_similarity 0.4",
+                f"query: {QUERY!r} in identifier 'beta', top 5, min_similarity 0.4, "
+                "profile default",
                 "outside_scope: memory is in 'acme'; the query searched 'beta'",
                 "score 0.5437 = 0.6 * cosine 0.7395 + 0.2 * bm25 0.0000 + 0.2 * importance "
                 "0.5000 (no lexical match)",
@@ -117,7 +118,7 @@ def test_search_min_similarity_lowers_the_floor(
             ["m-deploy"],
             [
                 "m-deploy (beta): Production deploys happen on Tuesdays.",
-                f"query: {QUERY!r} in all identifiers, top 5, min_similarity 0.4",
+                f"query: {QUERY!r} in all identifiers, top 5, min_similarity 0.4, profile default",
                 "no_channel_match: no lexical match; cosine 0.0000 <= 0",
                 "score 0.1000 = 0.6 * cosine 0.0000 + 0.2 * bm25 0.0000 + 0.2 * importance "
                 "0.5000 (no lexical match)",

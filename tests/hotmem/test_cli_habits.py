@@ -28,6 +28,7 @@ ARGUMENTS = {
     "search": ["invoice"],
     "explain": ["invoice", "m-1"],
     "stats": [],
+    "profiles": [],
     "delete": ["m-1"],
     "snapshot": ["out.hotmem"],
     "verify": ["p.hotmem"],
@@ -78,6 +79,7 @@ def _score(db: str) -> str:
         ["stats", "--json"],
         ["delete", "m-1"],
         ["snapshot", "out.hotmem"],
+        ["profiles", "--set-default", "rrf"],
     ],
 )
 @pytest.mark.parametrize("where", ["--db", "HOTMEM_HOME"])

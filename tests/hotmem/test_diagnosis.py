@@ -91,7 +91,7 @@ def test_verdicts_of_the_worked_example(
         QUERY,
         memory_id,
         identifier=options.get("identifier"),
-        min_similarity=options.get("min_similarity", hotmem.MIN_SIMILARITY),
+        min_similarity=options.get("min_similarity"),
     )
 
 
