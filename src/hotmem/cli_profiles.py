@@ -25,11 +25,11 @@ def profile_summary(profile: Profile) -> str:
     if profile.fusion == "weighted" and profile.importance:
         parts.append(f"importance x{profile.importance:g}")
     fusion = "weighted sum" if profile.fusion == "weighted" else f"rrf k={profile.rrf_k}"
-    rerank = profile.reranker
-    then = "" if rerank is None else (
-        f"; then mmr lambda {rerank.lambda_:g}, pool {rerank.pool} ({rerank.space})"
-    )  # fmt: skip
-    return f"{' + '.join(parts)}; {fusion}{then}"
+    line = f"{' + '.join(parts)}; {fusion}"
+    if profile.reranker is not None:
+        mmr = profile.reranker
+        line += f"; then mmr lambda {mmr.lambda_:g}, pool {mmr.pool} ({mmr.space})"
+    return line
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
