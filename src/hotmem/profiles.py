@@ -19,9 +19,9 @@ A profile says which channels a search uses and how it fuses them:
 
 ``PROFILES`` holds the built-ins; ``default`` is the production stack, and ``default+mmr`` is
 ``default`` with the MMR reranker (a ``semantic+mmr`` joins it once a semantic space can be
-searched). A profile is part of
-every result's provenance: ``to_dict`` gives the JSON configuration the evaluator records, and
-``Profile.from_mapping`` reads one back (or from a TOML table).
+searched). A profile is part of every result's provenance: ``to_dict`` gives the JSON
+configuration the evaluator records, and ``Profile.from_mapping`` reads one back (or from a
+TOML table).
 """
 
 from __future__ import annotations
