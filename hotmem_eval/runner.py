@@ -85,7 +85,7 @@ def run_queries(
     top_k: int,
     repeat: int = 1,
     progress: hotmem.ProgressCallback | None = None,
-    profile: hotmem.Profile | None = None,
+    profile: str | hotmem.Profile | None = None,
 ) -> QueryRun:
     """Search every query ``repeat`` times (scoped by its identifier when it has one) under
     ``profile`` (``default`` when None); ``progress`` is called with (queries done, queries)

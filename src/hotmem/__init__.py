@@ -48,6 +48,7 @@ from hotmem.profiles import (
     VectorChannel,
 )
 from hotmem.progress import Progress, ProgressCallback
+from hotmem.rerank import MMR
 from hotmem.search import (
     MAX_LIMIT,
     Explanation,
@@ -81,6 +82,7 @@ __all__ = [
     "MAX_JSON_NUMBER",
     "MAX_LIMIT",
     "MIN_SIMILARITY",
+    "MMR",
     "MODEL_NAME",
     "PROFILES",
     "SEMANTIC_MODEL",

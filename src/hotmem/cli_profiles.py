@@ -13,7 +13,8 @@ EXIT_OK = 0
 
 
 def profile_summary(profile: Profile) -> str:
-    """One line: the channels, their weights, floor and gate, the fusion method."""
+    """One line: the channels, their weights, floor and gate, the fusion method, the
+    reranker."""
     parts = []
     if profile.vector is not None:
         v = profile.vector
@@ -24,7 +25,11 @@ def profile_summary(profile: Profile) -> str:
     if profile.fusion == "weighted" and profile.importance:
         parts.append(f"importance x{profile.importance:g}")
     fusion = "weighted sum" if profile.fusion == "weighted" else f"rrf k={profile.rrf_k}"
-    return f"{' + '.join(parts)}; {fusion}"
+    line = f"{' + '.join(parts)}; {fusion}"
+    if profile.reranker is not None:
+        mmr = profile.reranker
+        line += f"; then mmr lambda {mmr.lambda_:g}, pool {mmr.pool} ({mmr.space})"
+    return line
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from hotmem.diagnosis import Diagnosis
 from hotmem.profiles import DEFAULT_PROFILE, PROFILES, Profile
-from hotmem.search import ScoreComponents, SearchResult
+from hotmem.search import Explanation, ScoreComponents, SearchResult
 
-__all__ = ["diagnosis_lines", "result_lines", "score_line"]
+__all__ = ["diagnosis_lines", "rerank_line", "result_lines", "score_line"]
 
 
 def score_line(
@@ -61,7 +61,26 @@ def result_lines(result: SearchResult, *, explain: bool, profile: Profile) -> li
         else:
             why = f"cosine {c.cosine:.4f} >= {floor:g}"
         lines.append(f"   candidate by {why}; {score_line(result.score, c, profile)}")
+        if result.fused_rank is not None:
+            lines.append(f"   reranked: fused rank {result.fused_rank} -> rank {result.rank}")
     return lines
+
+
+def rerank_line(explanation: Explanation) -> str | None:
+    """With a reranker, the memory's rank before and after it (``None`` without one)."""
+    reranker = explanation.reranker
+    if reranker is None:
+        return None
+    name = (
+        f"{reranker['kind']} (lambda {reranker['lambda']:g}, pool {reranker['pool']}, "
+        f"{reranker['space']})"
+    )
+    if explanation.pre_rerank_rank is None:
+        return f"reranker {name}: not in the fused top {reranker['pool']}, left in fused order"
+    return (
+        f"reranker {name}: fused rank {explanation.pre_rerank_rank} -> "
+        f"rank {explanation.post_rerank_rank}"
+    )
 
 
 def diagnosis_lines(diagnosis: Diagnosis, fact: str, profile: Profile) -> list[str]:
@@ -80,6 +99,9 @@ def diagnosis_lines(diagnosis: Diagnosis, fact: str, profile: Profile) -> list[s
         f"{diagnosis.verdict}: {diagnosis.detail}",
         score_line(e.score, e.components, profile, (e.vector_rank, e.lexical_rank)),
     ]
+    rerank = rerank_line(e)
+    if rerank is not None:
+        lines.append(rerank)
     if diagnosis.above:
         lines.append("ranked above it:" if diagnosis.verdict == "returned" else "outranked by:")
         lines += [

@@ -13,12 +13,15 @@ A profile says which channels a search uses and how it fuses them:
   ``score = w_vector / (rrf_k + vector rank) + w_lexical / (rrf_k + lexical rank)``, each rank
   counted among that channel's candidates in scope, the first ``depth`` of them; importance
   plays no part);
-- ``reranker``: the slot of a deterministic reranker applied after fusion (none yet);
+- ``reranker``: a deterministic reranker applied after fusion and the floor, or ``None``:
+  ``hotmem.MMR`` (maximal marginal relevance over the fused top ``pool``, ``rerank.py``);
 - ``depth``: how many candidates each channel ranks for reciprocal-rank fusion.
 
-``PROFILES`` holds the built-ins; ``default`` is the production stack. A profile is part of
-every result's provenance: ``to_dict`` gives the JSON configuration the evaluator records, and
-``Profile.from_mapping`` reads one back (or from a TOML table).
+``PROFILES`` holds the built-ins; ``default`` is the production stack, and ``default+mmr`` is
+``default`` with the MMR reranker (a ``semantic+mmr`` joins it once a semantic space can be
+searched). A profile is part of every result's provenance: ``to_dict`` gives the JSON
+configuration the evaluator records, and ``Profile.from_mapping`` reads one back (or from a
+TOML table).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Literal, get_args
 from hotmem.embed import MODEL_NAME
 from hotmem.errors import ValidationError
 from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
+from hotmem.rerank import MMR, Reranker, reranker_from_mapping
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -123,7 +127,7 @@ class Profile:
     fusion: Fusion = "weighted"
     rrf_k: int = 60
     depth: int = 100
-    reranker: None = None
+    reranker: Reranker | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not 0 < len(self.name) <= _MAX_NAME:
@@ -145,8 +149,11 @@ class Profile:
             )
         _integer("rrf_k", self.rrf_k, _MAX_RRF_K)
         _integer("depth", self.depth, _MAX_DEPTH)
-        if self.reranker is not None:
-            raise ValidationError(f"profile {self.name!r}: no reranker is available yet")
+        if self.reranker is not None and not isinstance(self.reranker, MMR):
+            raise ValidationError(
+                f"profile {self.name!r}: reranker must be a hotmem.MMR or None; "
+                f"found {self.reranker!r}"
+            )
 
     @property
     def spaces(self) -> tuple[str, ...]:
@@ -176,14 +183,16 @@ class Profile:
             "fusion": self.fusion,
             "rrf_k": self.rrf_k,
             "depth": self.depth,
-            "reranker": None,
+            "reranker": None if self.reranker is None else self.reranker.to_dict(),
         }
 
     @classmethod
     def from_mapping(cls, name: str, fields: Mapping[str, object]) -> Profile:
         """A profile from JSON/TOML-like data with ``to_dict``'s keys, each optional (missing
         ones take the ``default`` profile's values; a ``name`` key is ignored); ``vector`` and
-        ``lexical`` may be ``false`` to turn a channel off, or a table of the channel's fields.
+        ``lexical`` may be ``false`` to turn a channel off, or a table of the channel's fields;
+        ``reranker`` is ``false`` (none, the default) or a table such as
+        ``{kind = "mmr", lambda = 0.7, pool = 20, space = "hotmem-hash-v1"}``.
 
         Raises:
             ValidationError: an unknown key, or a value of the wrong type or out of range.
@@ -198,8 +207,10 @@ class Profile:
             )
         base = PROFILES[DEFAULT_PROFILE]
         fusion = _fusion(name, fields.get("fusion", base.fusion))
-        if fields.get("reranker") is not None:
-            raise ValidationError(f"profile {name!r}: no reranker is available yet")
+        try:
+            reranker = reranker_from_mapping(fields.get("reranker"))
+        except ValidationError as exc:
+            raise ValidationError(f"profile {name!r}: {exc}") from None
         return cls(
             name=name,
             vector=_vector(name, fields.get("vector", True)),
@@ -208,6 +219,7 @@ class Profile:
             fusion=fusion,
             rrf_k=_integer("rrf_k", fields.get("rrf_k", base.rrf_k), _MAX_RRF_K),
             depth=_integer("depth", fields.get("depth", base.depth), _MAX_DEPTH),
+            reranker=reranker,
         )
 
 
@@ -286,6 +298,8 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
                 importance=0.0,
                 fusion="rrf",
             ),
+            # semantic+mmr joins when a semantic space can be searched (issue 16).
+            Profile(f"{DEFAULT_PROFILE}+mmr", reranker=MMR()),
         )
     }
 )

@@ -4,7 +4,9 @@ The cosine channel scans the store's in-memory vector index (``vectors.py``) for
 scope with ``cosine >= min_similarity``; the lexical channel asks SQLite FTS5 for the BM25 of
 every memory in scope matching an informative query term (``fts.py``). The union is scored and
 ranked by ``fusion.py``, ``score = 0.6 * cosine + 0.2 * normalised_bm25 + 0.2 * importance``
-with ties by ``memory_id``. ``docs/ranking.md`` explains every step with a worked example.
+with ties by ``memory_id``. A profile's reranker (``rerank.py``) then reorders the fused top
+``pool``, which is computed exactly (the top ``max(limit, pool)``), keeping the fused scores.
+``docs/ranking.md`` explains every step with a worked example.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from hotmem.fts import LexicalQuery, lexical_query
 from hotmem.fusion import Weights, normalise_bm25, score_candidates
 from hotmem.lexical import all_matches
 from hotmem.profiles import Profile, customised, resolve_profile
+from hotmem.rerank import SPACE_VECTORS, reranked
 from hotmem.rows import tags_from_text
 from hotmem.rrf import channel_ranks, rrf_top_k
 from hotmem.topk import Ranked, Rule, Search, exhaustive_top_k, top_k
@@ -82,6 +85,8 @@ class SearchResult:
     importance: float
     score: float
     components: ScoreComponents
+    #: Its rank in the fused order when a reranker reordered the results, else ``None``.
+    fused_rank: int | None = None
 
     def to_dict(self) -> dict[str, object]:
         """The result as a JSON-ready dict (what ``hotmem search --json`` prints)."""
@@ -94,6 +99,7 @@ class SearchResult:
             "importance": self.importance,
             "score": self.score,
             "components": self.components.to_dict(),
+            "fused_rank": self.fused_rank,
         }
 
 
@@ -113,6 +119,10 @@ class Explanation:
         profile: the name of the profile explained.
         vector_rank, lexical_rank: under reciprocal-rank fusion, its rank in each channel's
             list (``None`` when not in it); ``None`` under weighted fusion.
+        reranker: the profile's reranker (``MMR.to_dict``), ``None`` without one.
+        pre_rerank_rank, post_rerank_rank: with a reranker, its rank in the fused top
+            ``pool`` and after reranking that pool; ``None`` when it is not in the pool
+            (beyond it the reranker leaves the fused order as it is), or without a reranker.
     """
 
     memory_id: str
@@ -124,6 +134,9 @@ class Explanation:
     profile: str = "default"
     vector_rank: int | None = None
     lexical_rank: int | None = None
+    reranker: dict[str, object] | None = None
+    pre_rerank_rank: int | None = None
+    post_rerank_rank: int | None = None
 
     def to_dict(self) -> dict[str, object]:
         """The explanation as a JSON-ready dict."""
@@ -137,6 +150,9 @@ class Explanation:
             "profile": self.profile,
             "vector_rank": self.vector_rank,
             "lexical_rank": self.lexical_rank,
+            "reranker": self.reranker,
+            "pre_rerank_rank": self.pre_rerank_rank,
+            "post_rerank_rank": self.post_rerank_rank,
         }
 
 
@@ -213,7 +229,35 @@ def effective_profile(
             f"profile {chosen.name!r} needs the vector space {chosen.vector.space!r}; "
             f"this store has {MODEL_NAME!r} only"
         )
+    if chosen.reranker is not None and chosen.reranker.space not in SPACE_VECTORS:
+        raise ValidationError(
+            f"profile {chosen.name!r}: its mmr reranker needs the vector space "
+            f"{chosen.reranker.space!r}; search can read {', '.join(SPACE_VECTORS)} only"
+        )
     return chosen
+
+
+def score_ceiling(profile: Profile) -> float:
+    """The largest score ``profile``'s fusion can give: the sum of its weights (weighted
+    fusion: cosine, normalised BM25 and importance are at most 1), or
+    ``(w_vector + w_lexical) / (rrf_k + 1)`` (reciprocal-rank fusion)."""
+    weights = rule_of(profile).weights
+    if profile.fusion == "rrf":
+        return (weights.cosine + weights.bm25) / (profile.rrf_k + 1)
+    return weights.cosine + weights.bm25 + weights.importance
+
+
+def _depth(profile: Profile, limit: int) -> int:
+    """How many fused results a search needs: with a reranker, at least its whole pool."""
+    return limit if profile.reranker is None else max(limit, profile.reranker.pool)
+
+
+def _reranked(
+    index: VectorIndex, top: list[tuple[float, int]], profile: Profile
+) -> list[tuple[float, int]]:
+    if profile.reranker is None:
+        return top
+    return reranked(index, top, profile.reranker, ceiling=score_ceiling(profile))
 
 
 def rule_of(profile: Profile) -> Rule:
@@ -310,12 +354,16 @@ def _search(
     scope = index.scope(identifier)
     if not scope:
         return []
-    ranked = _ranked(store, query, _prepared(store, index, query, scope, profile, limit), profile)
+    depth = _depth(profile, limit)
+    ranked = _ranked(store, query, _prepared(store, index, query, scope, profile, depth), profile)
+    top = _reranked(index, ranked.top, profile)[:limit]
+    fused = {p: r for r, (_, p) in enumerate(ranked.top, start=1)} if profile.reranker else {}
     # Components are built for the winners alone.
     winners = [
         (
             score,
             index.rowids[p],
+            fused.get(p),
             ScoreComponents(
                 cosine=ranked.cosines[p],
                 bm25_raw=ranked.raws.get(p),
@@ -323,17 +371,17 @@ def _search(
                 importance=index.importances[p],
             ),
         )
-        for score, p in ranked.top
+        for score, p in top
     ]
     return _materialise(store, winners)
 
 
 def _materialise(
-    store: MemoryStore, top: list[tuple[float, int, ScoreComponents]]
+    store: MemoryStore, top: list[tuple[float, int, int | None, ScoreComponents]]
 ) -> list[SearchResult]:
     if not top:
         return []
-    rowids = [rowid for _, rowid, _ in top]
+    rowids = [rowid for _, rowid, _, _ in top]
     placeholders = ",".join("?" * len(rowids))
     rows = {
         row[0]: row[1:]
@@ -344,7 +392,7 @@ def _materialise(
         )
     }
     results = []
-    for position, (score, rowid, components) in enumerate(top, start=1):
+    for position, (score, rowid, fused_rank, components) in enumerate(top, start=1):
         memory_id, memory_identifier, fact, tags, importance = rows[rowid]
         results.append(
             SearchResult(
@@ -356,6 +404,7 @@ def _materialise(
                 importance=importance,
                 score=score,
                 components=components,
+                fused_rank=fused_rank,
             )
         )
     return results
@@ -399,6 +448,7 @@ def explain(
         else:
             search = _prepared(store, index, query, range(p, p + 1), chosen, 1)
             lexical = _lexical_positions(store, index, terms, identifier)
+        reranks = _rerank_ranks(store, index, query, scope, chosen, p)
     rule = search.rule
     raw = lexical.get(p)
     value = search.cosine(p)
@@ -432,7 +482,26 @@ def explain(
         profile=chosen.name,
         vector_rank=ranks[0],
         lexical_rank=ranks[1],
+        reranker=None if chosen.reranker is None else chosen.reranker.to_dict(),
+        pre_rerank_rank=reranks[0],
+        post_rerank_rank=reranks[1],
     )
+
+
+def _rerank_ranks(
+    store: MemoryStore, index: VectorIndex, query: str, scope: range, profile: Profile, p: int
+) -> tuple[int | None, int | None]:
+    """Position ``p``'s rank in the fused top pool and after reranking it, by the search's
+    own code (``(None, None)`` without a reranker or outside the pool)."""
+    if profile.reranker is None or not scope:
+        return None, None
+    pool = profile.reranker.pool
+    fused = _ranked(store, query, _prepared(store, index, query, scope, profile, pool), profile)
+    before = [q for _, q in fused.top]
+    if p not in before:
+        return None, None
+    after = [q for _, q in _reranked(index, fused.top, profile)]
+    return before.index(p) + 1, after.index(p) + 1
 
 
 def _rank_in(ranked: list[int], p: int) -> int | None:

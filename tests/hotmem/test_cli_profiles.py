@@ -16,6 +16,8 @@ LISTING = [
     "  cosine-only  cosine hotmem-hash-v1 x1 (floor 0.4); weighted sum",
     "  bm25-only    bm25 x1; weighted sum",
     "  rrf          cosine hotmem-hash-v1 x1 (floor 0.4) + bm25 x1; rrf k=60",
+    "  default+mmr  cosine hotmem-hash-v1 x0.6 (floor 0.4) + bm25 x0.2 + importance x0.2; "
+    "weighted sum; then mmr lambda 0.9, pool 20 (hotmem-hash-v1)",
 ]
 
 
@@ -39,7 +41,7 @@ def test_the_stores_default_is_shown_and_set(db: str, capsys: pytest.CaptureFixt
     listed = json.loads(out)
     assert (listed["default"], [p["name"] for p in listed["profiles"]]) == (
         "bm25-only",
-        ["default", "cosine-only", "bm25-only", "rrf"],
+        ["default", "cosine-only", "bm25-only", "rrf", "default+mmr"],
     )
     # a search naming no profile now runs bm25-only: the best lexical match scores 1
     code, out, _ = hotmem_cli(capsys, "--db", db, "search", QUERY, "--limit", "1", "--explain")

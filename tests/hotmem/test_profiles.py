@@ -27,7 +27,7 @@ def _found(store: hotmem.MemoryStore, profile: str | Profile) -> list[tuple[str,
 
 
 def test_the_builtin_profiles() -> None:
-    assert list(hotmem.PROFILES) == ["default", "cosine-only", "bm25-only", "rrf"]
+    assert list(hotmem.PROFILES) == ["default", "cosine-only", "bm25-only", "rrf", "default+mmr"]
     assert hotmem.PROFILES["default"].to_dict() == {
         "name": "default",
         "vector": {"space": "hotmem-hash-v1", "weight": 0.6, "floor": 0.4},
@@ -91,8 +91,8 @@ def test_an_unknown_profile_name_lists_the_known_ones(example: hotmem.MemoryStor
     with pytest.raises(hotmem.ValidationError) as caught:
         hotmem.search_memories(example, QUERY, profile="semantik")
     assert str(caught.value) == (
-        "unknown profile 'semantik'; expected one of default, cosine-only, bm25-only, rrf "
-        "or a hotmem.Profile"
+        "unknown profile 'semantik'; expected one of default, cosine-only, bm25-only, rrf, "
+        "default+mmr or a hotmem.Profile"
     )
 
 

@@ -1,0 +1,204 @@
+"""Rerankers: a deterministic second stage over the fused top of a search.
+
+A reranker is a frozen value in a profile's ``reranker`` slot. It reorders the first ``pool``
+results of fusion (after the relevance floor) and leaves every result beyond the pool in its
+fused order after it. Scores are never changed: a reranked result keeps its fused score, so
+the returned scores need not decrease with the rank.
+
+:class:`MMR` is maximal marginal relevance (Carbonell and Goldstein, 1998). With the fused
+top ``pool`` in fused order, at each step it picks the remaining memory with the largest
+
+    lambda * rel - (1 - lambda) * max(cosine to the memories already picked)
+
+(the max is 0 for the first pick, so the fused top stays first), ties by fused rank (the fused
+order, itself by score and then memory_id). ``rel`` is the fused score divided by the largest
+score the profile's fusion can give (``search.score_ceiling``: 1.0 for ``default``'s weights,
+whose sum is 1), so that ``lambda`` weighs relevance against similarity on the same [0, 1]
+scale whatever the weights or the fusion method. The cosine is measured in ``space``; only
+``hotmem-hash-v1`` (the vectors the store's index already holds) can be read today.
+``docs/ranking.md`` works an example.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from hotmem.embed import DIMENSION, MODEL_NAME, VECTOR_BYTES
+from hotmem.errors import ValidationError
+from hotmem.vectors import VectorIndex, cosine
+
+__all__ = [
+    "DEFAULT_LAMBDA",
+    "DEFAULT_POOL",
+    "MAX_POOL",
+    "MMR",
+    "RERANKERS",
+    "SPACE_VECTORS",
+    "Reranker",
+    "mmr_order",
+    "reranked",
+    "reranker_from_mapping",
+]
+
+#: The λ of ``default+mmr`` (docs/ranking.md says how it was chosen).
+DEFAULT_LAMBDA = 0.9
+DEFAULT_POOL = 20
+MAX_POOL = 1000
+_FORMAT = struct.Struct(f"<{DIMENSION}f")
+_FIELDS = ("kind", "lambda", "pool", "space")
+
+
+@dataclass(frozen=True, slots=True)
+class MMR:
+    """Maximal marginal relevance over the fused top ``pool`` (the module docstring).
+
+    Attributes:
+        lambda_: the weight of relevance against similarity, in [0, 1]; 1 is the fused order.
+        pool: how many of the fused top results are reordered, 1..1000.
+        space: the vector space the similarity is measured in.
+
+    Raises:
+        ValidationError: a field is out of range or of the wrong type.
+    """
+
+    lambda_: float = DEFAULT_LAMBDA
+    pool: int = DEFAULT_POOL
+    space: str = MODEL_NAME
+
+    kind: ClassVar[str] = "mmr"
+
+    def __post_init__(self) -> None:
+        value = self.lambda_
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValidationError(f"mmr lambda must be a number in [0, 1]; found lambda={value!r}")
+        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+            raise ValidationError(f"mmr lambda must be in [0, 1]; found lambda={value!r}")
+        object.__setattr__(self, "lambda_", float(value))
+        pool = self.pool
+        if isinstance(pool, bool) or not isinstance(pool, int) or not 1 <= pool <= MAX_POOL:
+            raise ValidationError(
+                f"mmr pool must be an integer in 1..{MAX_POOL}; found pool={pool!r}"
+            )
+        if not isinstance(self.space, str) or not self.space:
+            raise ValidationError(f"mmr space must be a model id; found space={self.space!r}")
+
+    def to_dict(self) -> dict[str, object]:
+        """The reranker as JSON-ready data (``reranker_from_mapping`` reads it back)."""
+        return {"kind": self.kind, "lambda": self.lambda_, "pool": self.pool, "space": self.space}
+
+    @classmethod
+    def from_mapping(cls, fields: Mapping[str, object]) -> MMR:
+        """An MMR from ``to_dict``'s keys; ``lambda``, ``pool`` and ``space`` are optional.
+
+        Raises:
+            ValidationError: an unknown key, or a value of the wrong type or out of range.
+        """
+        unknown = sorted(set(fields) - set(_FIELDS))
+        if unknown:
+            raise ValidationError(
+                f"mmr takes the fields {', '.join(_FIELDS)}; found {', '.join(map(repr, unknown))}"
+            )
+        lambda_ = fields.get("lambda", DEFAULT_LAMBDA)
+        pool = fields.get("pool", DEFAULT_POOL)
+        space = fields.get("space", MODEL_NAME)
+        return cls(lambda_=lambda_, pool=pool, space=space)  # type: ignore[arg-type]  # checked
+
+
+#: Every reranker a profile may name (only one kind so far).
+Reranker = MMR
+RERANKERS: Mapping[str, Callable[[Mapping[str, object]], Reranker]] = {"mmr": MMR.from_mapping}
+
+
+def reranker_from_mapping(value: object) -> Reranker | None:
+    """The reranker of a profile's ``reranker`` field: ``None`` or ``false`` for none, a
+    reranker value, or a table with a ``kind`` and that kind's fields.
+
+    Raises:
+        ValidationError: not a table, an unknown kind, or a bad field.
+    """
+    if value is None or value is False:
+        return None
+    if isinstance(value, MMR):
+        return value
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"reranker must be a table with a kind, or false; found {value!r}")
+    kind = value.get("kind")
+    build = RERANKERS.get(kind) if isinstance(kind, str) else None
+    if build is None:
+        raise ValidationError(
+            f"reranker kind must be one of {', '.join(RERANKERS)}; found kind={kind!r}"
+        )
+    return build(value)
+
+
+def mmr_order(
+    rels: Sequence[float], similarity: Callable[[int, int], float], lambda_: float
+) -> list[int]:
+    """The MMR order of a pool given in fused order: indexes into ``rels``.
+
+    Args:
+        rels: the relevance of each pool member, in fused order.
+        similarity: ``similarity(i, j)`` between pool members ``i`` and ``j``.
+        lambda_: the weight of relevance, in [0, 1].
+
+    Returns:
+        Each index once: at each step the remaining ``i`` with the largest
+        ``lambda_ * rels[i] - (1 - lambda_) * max(similarity(i, j) for j picked)`` (the max is 0
+        before the first pick), ties by the smaller index.
+    """
+    remaining = list(range(len(rels)))
+    penalty = [0.0] * len(rels)
+    order: list[int] = []
+    while remaining:
+        best = max(remaining, key=lambda i: (lambda_ * rels[i] - (1.0 - lambda_) * penalty[i], -i))
+        remaining.remove(best)
+        for i in remaining:
+            value = similarity(i, best)
+            penalty[i] = value if not order else max(penalty[i], value)
+        order.append(best)
+    return order
+
+
+def _hash_vectors(index: VectorIndex, positions: Sequence[int]) -> list[tuple[float, ...]]:
+    """The stored hotmem-hash-v1 vectors of ``positions``, from the loaded index."""
+    return [_FORMAT.unpack_from(index.vectors, p * VECTOR_BYTES) for p in positions]
+
+
+#: space -> its vectors by position. A store's other spaces (``store.spaces``) get an entry
+#: when search can read them; until then asking for one is a ValidationError (``search``).
+SPACE_VECTORS: Mapping[str, Callable[[VectorIndex, Sequence[int]], list[tuple[float, ...]]]] = {
+    MODEL_NAME: _hash_vectors
+}
+
+
+def reranked(
+    index: VectorIndex, top: list[tuple[float, int]], reranker: Reranker, *, ceiling: float
+) -> list[tuple[float, int]]:
+    """``top`` (``(score, position)`` in fused order) with its first ``reranker.pool`` entries
+    in MMR order and the rest after them, unchanged; scores stay the fused scores.
+
+    Args:
+        index: the loaded vector index the positions belong to.
+        top: the fused ranking, at least the true top ``pool`` when that many are candidates.
+        reranker: the MMR parameters.
+        ceiling: the largest score the profile's fusion can give; ``rel = score / ceiling``
+            (the score itself when the ceiling is not positive).
+
+    Raises:
+        ValidationError: the reranker's space cannot be read by this HotMem.
+    """
+    read = SPACE_VECTORS.get(reranker.space)
+    if read is None:
+        raise ValidationError(
+            f"the mmr reranker needs the vector space {reranker.space!r}; "
+            f"it can read {', '.join(SPACE_VECTORS)} only"
+        )
+    pool, rest = top[: reranker.pool], top[reranker.pool :]
+    vectors = read(index, [p for _, p in pool])
+    rels = [score / ceiling if ceiling > 0 else score for score, _ in pool]
+    order = mmr_order(rels, lambda i, j: cosine(vectors[i], vectors[j]), reranker.lambda_)
+    return [pool[i] for i in order] + rest
