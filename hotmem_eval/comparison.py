@@ -54,12 +54,15 @@ Better = Literal["higher", "lower"]
 
 # name -> which way it improves: recall@1, recall@k, MRR@k, nDCG@k (positive queries),
 # returned-anything (negative queries: negative_fpr_at_k is 1 when a query returned anything),
+# group recall@k and alpha-nDCG@k (positive queries: the diversity a reranker is for),
 # the duplicate-slot rate and the scope-leak rate (their queries).
 _COMPARED: Final[dict[str, Better]] = {
     "recall_at_1": "higher",
     "recall_at_k": "higher",
     "mrr_at_k": "higher",
     "ndcg_at_k": "higher",
+    "group_recall_at_k": "higher",
+    "alpha_ndcg_at_k": "higher",
     "negative_fpr_at_k": "lower",
     "duplicate_slot_rate_at_k": "lower",
     "scope_leak_rate_at_k": "lower",

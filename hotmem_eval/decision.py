@@ -105,8 +105,10 @@ RULES: tuple[Rule, ...] = (
         lambda e: (
             f"near_duplicate_diversity duplicate-slot rate at {e.top_k} is "
             f"{_fmt(e.duplicate_slot_rate)} ({e.duplicate_slots}/{e.filled_slots} slots), above "
-            f"{DUPLICATE_SLOT_LIMIT:.2f}: build the optional deterministic reranking hook next "
-            "(evidence-gated, with a deterministic local fallback)."
+            f"{DUPLICATE_SLOT_LIMIT:.2f}: try the deterministic MMR reranker, gated by evidence: "
+            "run --profile default --profile default+mmr and turn it on only where it raises "
+            "group recall or alpha-nDCG in near_duplicate_diversity without a significant Recall "
+            "loss in the other categories (the report's Diversity section says whether it does)."
         ),
     ),
     Rule(

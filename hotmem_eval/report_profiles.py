@@ -17,6 +17,7 @@ from hotmem_eval.comparison import COMPARISON_COLUMNS
 from hotmem_eval.comparison_report import ALPHA, render_ablation_table, render_comparison_table
 from hotmem_eval.decision import LEXICAL, RULES, SEMANTIC, Evidence
 from hotmem_eval.fixture_schema import DUPLICATE_CATEGORY
+from hotmem_eval.report_diversity import diversity_lines
 from hotmem_eval.report_rules import evidence
 
 __all__ = ["RULE_TARGETS", "profile_lines"]
@@ -68,8 +69,10 @@ def _channels(configuration: dict[str, Any]) -> str:
         parts.append(f"BM25 ×{lexical['weight']:g}{gate}")
     if configuration["fusion"] == "weighted":
         parts.append(f"importance ×{configuration['importance']:g}")
-    if configuration["reranker"] is not None:
-        parts.append(f"reranker {configuration['reranker']}")
+    reranker = configuration["reranker"]
+    if reranker is not None:
+        fields = ", ".join(f"{key} {value}" for key, value in reranker.items() if key != "kind")
+        parts.append(f"reranker {reranker.get('kind', '?')} ({fields})")
     fusion = configuration["fusion"]
     if fusion == "rrf":
         fusion += f" (k {configuration['rrf_k']}, depth {configuration['depth']})"
@@ -180,7 +183,8 @@ def profile_lines(result: dict[str, Any]) -> list[str]:
             out.append(render_ablation_table(frame, k=k, labels=labels).rstrip())
         else:
             out.append("The baseline has no channel that can be removed alone.")
-    out += ["", "### Decision rules per profile", "", *_rules_table(result), ""]
+    out += ["", *diversity_lines(result, comparisons, k=k)]
+    out += ["### Decision rules per profile", "", *_rules_table(result), ""]
     out += [
         f"What each candidate does to what the baseline's rule points at "
         f"(significance: Holm-adjusted p < {ALPHA}):",

@@ -152,9 +152,11 @@ def test_the_report_shows_the_comparison_ablation_and_rules(multi_dir: Path, mul
         "**rrf** against **default**",
         "| metric | scope | n | default | rrf | Δ | W/L/T | p | p adj |",
         "### Ablation of default",
-        "| removed (overall) | R@1 | R@5 | MRR@5 | nDCG@5 | neg FPR@5 | dup slots@5 "
-        "| scope leak@5 |",
+        "| removed (overall) | R@1 | R@5 | MRR@5 | nDCG@5 | group R@5 | α-nDCG@5 | neg FPR@5 "
+        "| dup slots@5 | scope leak@5 |",
         "| lexical (default-no-lexical) |",
+        "### Diversity (near_duplicate_diversity)",
+        "| candidate | group recall@5 Δ | α-nDCG@5 Δ | duplicate slots@5 Δ |",
         "### Decision rules per profile",
         "| bm25-only | no (1.000) | yes (0.800) |",
         "- **rrf**: rule 2 still applies;",
