@@ -22,8 +22,8 @@ from hotmem.errors import ValidationError
 from hotmem.fusion import MIN_SIMILARITY
 from hotmem.jsonl import JsonlProblem, JsonlRecord, read_jsonl
 from hotmem.models import memory_from_mapping
-from hotmem.progress import Progress
 from hotmem.profiles import PROFILES
+from hotmem.progress import Progress
 from hotmem.search import effective_profile, rule_of, search_memories
 
 __all__ = [
