@@ -156,10 +156,12 @@ def store_ingest(embedder: object, memories: list[dict], repeats: int) -> dict[s
             session.run([output], feed)
 
     def ours() -> None:
-        with tempfile.TemporaryDirectory() as directory:
-            with hotmem.open_store(Path(directory) / "ingest.db") as store:
-                store.add_space(hotmem.SEMANTIC_MODEL)
-                store.add_many(memories)
+        with (
+            tempfile.TemporaryDirectory() as directory,
+            hotmem.open_store(Path(directory) / "ingest.db") as store,
+        ):
+            store.add_space(hotmem.SEMANTIC_MODEL)
+            store.add_many(memories)
 
     samples = {"ours": [timed(ours) for _ in range(repeats)]}
     samples["raw"] = [timed(raw) for _ in range(repeats)]
