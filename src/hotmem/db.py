@@ -376,10 +376,12 @@ class MemoryStore(VectorSpaces):
         """Make the built-in profile ``name`` (``hotmem.PROFILES``) the store's default.
 
         Raises:
-            ValidationError: no built-in profile has this name.
+            ValidationError: no built-in profile has this name, or the profile needs a vector
+                space the store does not have (the message says how to build it).
             StoreError: the store cannot be written.
         """
-        resolve_profile(name)  # refuses an unknown name
+        for space in resolve_profile(name).spaces:  # refuses an unknown name
+            self.space(space)
         with self._writing() as connection:
             connection.execute(
                 "INSERT OR REPLACE INTO hotmem_meta (key, value) VALUES ('default_profile', ?)",

@@ -18,6 +18,7 @@ from hotmem import spaces
 from hotmem.embed import MODEL_NAME
 from hotmem.embedders import get_embedder
 from hotmem.errors import ValidationError
+from hotmem.profiles import resolve_profile
 from hotmem.progress import ProgressCallback
 from hotmem.spaces import VectorSpace
 from hotmem.vectors import VectorIndex
@@ -42,6 +43,9 @@ class VectorSpaces:
         def _writing(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
         def vector_index(self) -> VectorIndex: ...
+
+        @property
+        def default_profile(self) -> str: ...
 
     @property
     def spaces(self) -> tuple[VectorSpace, ...]:
@@ -164,10 +168,19 @@ class VectorSpaces:
         """Remove the vector space ``name`` and its vectors, in one transaction.
 
         Raises:
-            ValidationError: the store has no such space, or it is hotmem-hash-v1.
+            ValidationError: the store has no such space, it is hotmem-hash-v1, or the store's
+                default profile searches it.
             StoreError: the store cannot be written.
         """
         self.space(name)
+        if name == MODEL_NAME:
+            raise ValidationError(f"the vector space {MODEL_NAME!r} cannot be dropped")
+        default = self.default_profile
+        if name in resolve_profile(default).spaces:
+            raise ValidationError(
+                f"the store's default profile {default!r} searches the vector space {name!r}; "
+                "make another profile the default first (store.set_default_profile('default'))"
+            )
         with self._writing() as connection:
             spaces.delete_space(connection, name)
 
