@@ -22,9 +22,9 @@ Run: ``uv run python benchmarks/semantic_bench.py [--count 1000] [--repeats 3]
   identifier (the first search, which loads the space's matrix, is reported apart), beside
   ``semantic-only`` and ``default`` on the same store (``default`` is the lexical and hash-v1
   work the hybrid shares). Target: p95 <= 60 ms at 100k. Embedding 100k memories at ~100 a
-  second takes too long here, so the search stores get their semantic vectors cheaply: ``--distinct`` distinct synthetic facts
-  are embedded, and memory ``i`` is given the vector of fact ``i mod distinct`` (written
-  straight into ``space_vectors``). Vectors repeat; the work of a search (one matrix product
+  second takes too long here, so the search stores get their semantic vectors cheaply:
+  ``--distinct`` distinct synthetic facts are embedded, and memory ``i`` is given the vector of
+  fact ``i mod distinct`` (written straight into ``space_vectors``). Vectors repeat; the work of a search (one matrix product
   over the scope, the bounded top k, exact cosines of the survivors) is the same.
 
 Best of ``--repeats`` for throughput and load; throughput by CPU time of the process (the
