@@ -24,8 +24,9 @@ Run: ``uv run python benchmarks/semantic_bench.py [--count 1000] [--repeats 3]
   work the hybrid shares). Target: p95 <= 60 ms at 100k. Embedding 100k memories at ~100 a
   second takes too long here, so the search stores get their semantic vectors cheaply:
   ``--distinct`` distinct synthetic facts are embedded, and memory ``i`` is given the vector of
-  fact ``i mod distinct`` (written straight into ``space_vectors``). Vectors repeat; the work of a search (one matrix product
-  over the scope, the bounded top k, exact cosines of the survivors) is the same.
+  fact ``i mod distinct`` (written straight into ``space_vectors``). Vectors repeat; the work
+  of a search (one matrix product over the scope, the bounded top k, exact cosines of the
+  survivors) is the same.
 
 Best of ``--repeats`` for throughput and load; throughput by CPU time of the process (the
 work runs on the calling thread) and, for the ratio, by wall-clock too. One thread everywhere
