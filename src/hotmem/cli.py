@@ -40,6 +40,7 @@ from hotmem.cli_packages import (
     configure_verify,
 )
 from hotmem.cli_profiles import cmd_profiles, configure_profiles
+from hotmem.cli_spaces import cmd_reindex, configure_reindex
 from hotmem.cli_support import UserInputError, seconds_value
 from hotmem.errors import HotmemError, ValidationError
 from hotmem.storage import BUSY_TIMEOUT
@@ -107,6 +108,11 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handle
         "list the retrieval profiles; show or set the store's default",
         configure_profiles,
         cmd_profiles,
+    ),
+    "reindex": (
+        "build, complete, rebuild or drop a vector space of the store",
+        configure_reindex,
+        cmd_reindex,
     ),
     "delete": ("delete one memory", configure_delete, cmd_delete),
     "snapshot": ("write the store to a portable package", configure_snapshot, cmd_snapshot),

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from itertools import chain
 
 from hotmem.cli_render import diagnosis_lines, result_lines
+from hotmem.cli_spaces import space_lines
 from hotmem.cli_support import (
     UserInputError,
     created_store,
@@ -171,15 +172,20 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with existing_store(args) as store:
+    with existing_store(args) as store, store.reading():
         path, memories, identifiers = store.path, store.count(), store.identifiers()
+        counts = store.vector_counts()
+        spaces = [{**space.to_dict(), "vectors": counts[space.name]} for space in store.spaces]
     if args.json:
-        print_json({"path": path, "memories": memories, "identifiers": identifiers})
+        print_json(
+            {"path": path, "memories": memories, "identifiers": identifiers, "spaces": spaces}
+        )
         return EXIT_OK
     print(f"store: {path}")
     print(f"memories: {memories}")
     for identifier, count in identifiers.items():
         print(f"  {identifier}: {count}")
+    print("\n".join(space_lines(spaces)))
     return EXIT_OK
 
 
@@ -211,7 +217,8 @@ def _ranking_options(p: argparse.ArgumentParser) -> None:
         choices=tuple(PROFILES),
         metavar="NAME",
         help=f"the retrieval profile: one of {', '.join(PROFILES)} "
-        "(default: the store's default profile, see hotmem profiles)",
+        "(default: the store's default profile, see hotmem profiles; the semantic ones need "
+        "the store's semantic space: hotmem reindex --space all-minilm-l6-v2)",
     )
     p.add_argument(
         "--min-similarity",

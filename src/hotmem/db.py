@@ -16,7 +16,8 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, get_args
 
-from hotmem import inserts, lexical_index, schema, sqlerrors, storage
+from hotmem import inserts, lexical_index, schema, spaces, sqlerrors, storage
+from hotmem import reindex as reindexing
 from hotmem.embedders import install_hint
 from hotmem.errors import MemoryNotFoundError, MissingExtraError, ValidationError
 from hotmem.fields import lookup_text, shown
@@ -25,10 +26,12 @@ from hotmem.models import Clock, Memory, make_memory, memory_from_mapping, syste
 from hotmem.profiles import DEFAULT_PROFILE, resolve_profile
 from hotmem.progress import ProgressCallback
 from hotmem.rows import MEMORY_COLUMNS, damaged, memory_from_row
+from hotmem.store_spaces import VectorSpaces
 from hotmem.vectors import DamagedRowError, VectorIndex
 
 if TYPE_CHECKING:
     from hotmem.snapshot.writer import SnapshotReport
+    from hotmem.space_scan import SpaceMatrix
 
 __all__ = ["MemoryStore", "open_store"]
 
@@ -76,7 +79,7 @@ def _accelerated(accelerator: object) -> bool:
 _DEFAULT_PROFILE_SQL = "SELECT value FROM hotmem_meta WHERE key = 'default_profile'"
 
 
-class MemoryStore:
+class MemoryStore(VectorSpaces):
     """A HotMem store. Use :func:`open_store` to get one; it is a context manager."""
 
     def __init__(
@@ -86,8 +89,11 @@ class MemoryStore:
         clock: Clock = system_clock,
         busy_timeout: float = storage.BUSY_TIMEOUT,
         accelerator: Accelerator = "auto",
+        model_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         self._path = os.fspath(path)
+        self._model_dir = None if model_dir is None else os.fspath(model_dir)
+        self._matrices: dict[str, tuple[VectorIndex, SpaceMatrix]] = {}
         self._clock = clock
         self._busy_timeout = _checked_timeout(busy_timeout)
         self._accelerated = _accelerated(accelerator)
@@ -112,6 +118,12 @@ class MemoryStore:
         return self._accelerated
 
     @property
+    def model_dir(self) -> str | None:
+        """The model directory given to ``open_store`` (``None``: the pinned model package,
+        or ``$HOTMEM_MODEL_DIR``), used by every embedder the store loads."""
+        return self._model_dir
+
+    @property
     def connection(self) -> sqlite3.Connection:
         """The underlying SQLite connection (for read-only inspection)."""
         return self._connection
@@ -121,6 +133,7 @@ class MemoryStore:
         with sqlerrors.translated(self._path, "close", self._busy_timeout):
             self._connection.close()
         self._index = None
+        self._matrices.clear()
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -262,9 +275,17 @@ class MemoryStore:
         first = next(batches, None)
         if first is None:
             return 0
+        with self.reading() as connection:
+            embedders = reindexing.space_embedders(connection, self._path, self._model_dir)
         rows = inserts.rows_of(first)  # embed before taking the write lock
+        vectors: inserts.SpaceRows | None = inserts.space_rows_of(first, embedders)
         with self._writing() as connection:
-            return inserts.insert_batches(connection, first, rows, batches)
+            now = reindexing.space_embedders(connection, self._path, self._model_dir)
+            if [name for name, _ in now] != [name for name, _ in embedders]:
+                vectors = None  # another process changed the spaces: embed again, locked
+            return inserts.insert_batches(
+                connection, first, rows, batches, embedders=now, vectors=vectors
+            )
 
     def delete(self, memory_id: str) -> None:
         """Delete one memory.
@@ -355,10 +376,12 @@ class MemoryStore:
         """Make the built-in profile ``name`` (``hotmem.PROFILES``) the store's default.
 
         Raises:
-            ValidationError: no built-in profile has this name.
+            ValidationError: no built-in profile has this name, or the profile needs a vector
+                space the store does not have (the message says how to build it).
             StoreError: the store cannot be written.
         """
-        resolve_profile(name)  # refuses an unknown name
+        for space in resolve_profile(name).spaces:  # refuses an unknown name
+            self.space(space)
         with self._writing() as connection:
             connection.execute(
                 "INSERT OR REPLACE INTO hotmem_meta (key, value) VALUES ('default_profile', ?)",
@@ -413,13 +436,15 @@ class MemoryStore:
             lexical_index.rebuild(connection)
 
     def check_integrity(self) -> tuple[str, ...]:
-        """What is wrong with the store's file and its lexical indexes; empty when sound.
+        """What is wrong with the store's file, its lexical indexes and its vector spaces' vectors;
+        empty when sound.
 
         Runs SQLite's ``PRAGMA integrity_check``, FTS5's ``integrity-check`` of both lexical
         indexes (with content comparison for the word index, which also finds a memory
-        missing from it or indexed with other text), and compares the CJK gram index with the
-        grams of every fact. (FTS5's check is a write statement: it waits for other writers
-        like a write does.)
+        missing from it or indexed with other text), compares the CJK gram index with the
+        grams of every fact, and looks for vectors of no space, of no memory or of the wrong
+        size (``spaces.problems``). (FTS5's check is a write statement: it waits for other
+        writers like a write does.)
 
         Raises:
             StoreError: the check itself cannot run (the store is locked or read-only).
@@ -444,7 +469,9 @@ class MemoryStore:
                         exc, self._path, "check", self._busy_timeout
                     ) from None
                 problems += (f"{label}{exc}",)
-        return problems + lexical_index.differences(self._connection)
+        with self.reading() as connection:
+            vectors = spaces.problems(connection)
+        return problems + lexical_index.differences(self._connection) + vectors
 
     def vector_index(self) -> VectorIndex:
         """The in-memory vector index, reloaded when this or another connection wrote.
@@ -472,6 +499,7 @@ def open_store(
     clock: Clock = system_clock,
     busy_timeout: float = storage.BUSY_TIMEOUT,
     accelerator: Accelerator = "auto",
+    model_dir: str | os.PathLike[str] | None = None,
 ) -> MemoryStore:
     """Open (creating if needed) the HotMem store at ``path``; ``":memory:"`` is allowed.
 
@@ -480,6 +508,7 @@ def open_store(
     ``busy_timeout`` is how many seconds a write waits for another connection's write lock.
     ``accelerator`` chooses the vector scan: ``"auto"`` (numpy when installed, the ``fast``
     extra), ``"numpy"`` or ``"off"``; search results are bit-identical whichever runs.
+    ``model_dir`` is passed to every embedder the store loads (``hotmem.get_embedder``).
     Several processes may open one store at once (``docs/concurrency.md``); a store left
     half set up by a killed process is completed, and one of an older schema migrated.
 
@@ -489,4 +518,10 @@ def open_store(
         MissingExtraError: ``accelerator="numpy"`` without numpy installed.
         StoreError: the path cannot be opened or is not a compatible HotMem store.
     """
-    return MemoryStore(path, clock=clock, busy_timeout=busy_timeout, accelerator=accelerator)
+    return MemoryStore(
+        path,
+        clock=clock,
+        busy_timeout=busy_timeout,
+        accelerator=accelerator,
+        model_dir=model_dir,
+    )

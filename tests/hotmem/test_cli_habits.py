@@ -29,6 +29,7 @@ ARGUMENTS = {
     "explain": ["invoice", "m-1"],
     "stats": [],
     "profiles": [],
+    "reindex": ["--space", "hotmem-hash-v1"],
     "delete": ["m-1"],
     "snapshot": ["out.hotmem"],
     "verify": ["p.hotmem"],
@@ -77,6 +78,7 @@ def _score(db: str) -> str:
         ["explain", "invoice", "m-1"],
         ["stats"],
         ["stats", "--json"],
+        ["reindex", "--space", "all-minilm-l6-v2"],
         ["delete", "m-1"],
         ["snapshot", "out.hotmem"],
         ["profiles", "--set-default", "rrf"],
@@ -195,9 +197,9 @@ def test_a_migration_says_so_on_a_terminal_only(tmp_path: Path) -> None:
     )
     assert shown.code == 0
     assert shown.err.startswith(
-        "\rhotmem: migrating the store from schema 1 to 3 (rebuilding its full-text indexes)..."
+        "\rhotmem: migrating the store from schema 1 to 4 (rebuilding its full-text indexes)..."
     )
-    assert shown.err.endswith("\rhotmem: store migrated to schema 3\r\n")  # the terminal's CRLF
+    assert shown.err.endswith("\rhotmem: store migrated to schema 4\r\n")  # the terminal's CRLF
     quiet = run([sys.executable, "-c", probe, "--db", "quiet.db", "stats"], cwd=tmp_path)
     assert (quiet.code, quiet.err) == (0, "")
 

@@ -11,13 +11,16 @@ from tests.hotmem.test_cli_explain import INVOICE, QUERY, db, hotmem_cli
 __all__ = ["db"]  # the fixture, shared
 
 LISTING = [
-    "  default      cosine hotmem-hash-v1 x0.6 (floor 0.4) + bm25 x0.2 + importance x0.2; "
+    "  default        cosine hotmem-hash-v1 x0.6 (floor 0.4) + bm25 x0.2 + importance x0.2; "
     "weighted sum",
-    "  cosine-only  cosine hotmem-hash-v1 x1 (floor 0.4); weighted sum",
-    "  bm25-only    bm25 x1; weighted sum",
-    "  rrf          cosine hotmem-hash-v1 x1 (floor 0.4) + bm25 x1; rrf k=60",
-    "  default+mmr  cosine hotmem-hash-v1 x0.6 (floor 0.4) + bm25 x0.2 + importance x0.2; "
+    "  cosine-only    cosine hotmem-hash-v1 x1 (floor 0.4); weighted sum",
+    "  bm25-only      bm25 x1; weighted sum",
+    "  rrf            cosine hotmem-hash-v1 x1 (floor 0.4) + bm25 x1; rrf k=60",
+    "  default+mmr    cosine hotmem-hash-v1 x0.6 (floor 0.4) + bm25 x0.2 + importance x0.2; "
     "weighted sum; then mmr lambda 0.9, pool 20 (hotmem-hash-v1)",
+    "  semantic       cosine all-minilm-l6-v2 x0.6 (floor 0.45) + bm25 x0.2 (gate 0.25) + "
+    "importance x0.2; weighted sum",
+    "  semantic-only  cosine all-minilm-l6-v2 x1 (floor 0.45); weighted sum",
 ]
 
 
@@ -41,7 +44,7 @@ def test_the_stores_default_is_shown_and_set(db: str, capsys: pytest.CaptureFixt
     listed = json.loads(out)
     assert (listed["default"], [p["name"] for p in listed["profiles"]]) == (
         "bm25-only",
-        ["default", "cosine-only", "bm25-only", "rrf", "default+mmr"],
+        ["default", "cosine-only", "bm25-only", "rrf", "default+mmr", "semantic", "semantic-only"],
     )
     # a search naming no profile now runs bm25-only: the best lexical match scores 1
     code, out, _ = hotmem_cli(capsys, "--db", db, "search", QUERY, "--limit", "1", "--explain")

@@ -27,7 +27,15 @@ def _found(store: hotmem.MemoryStore, profile: str | Profile) -> list[tuple[str,
 
 
 def test_the_builtin_profiles() -> None:
-    assert list(hotmem.PROFILES) == ["default", "cosine-only", "bm25-only", "rrf", "default+mmr"]
+    assert list(hotmem.PROFILES) == [
+        "default",
+        "cosine-only",
+        "bm25-only",
+        "rrf",
+        "default+mmr",
+        "semantic",
+        "semantic-only",
+    ]
     assert hotmem.PROFILES["default"].to_dict() == {
         "name": "default",
         "vector": {"space": "hotmem-hash-v1", "weight": 0.6, "floor": 0.4},
@@ -40,6 +48,7 @@ def test_the_builtin_profiles() -> None:
     }
     assert hotmem.PROFILES["bm25-only"].spaces == ()
     assert hotmem.PROFILES["rrf"].spaces == ("hotmem-hash-v1",)
+    assert hotmem.PROFILES["semantic"].spaces == ("all-minilm-l6-v2",)
 
 
 @pytest.mark.parametrize("name", list(hotmem.PROFILES))
@@ -92,7 +101,7 @@ def test_an_unknown_profile_name_lists_the_known_ones(example: hotmem.MemoryStor
         hotmem.search_memories(example, QUERY, profile="semantik")
     assert str(caught.value) == (
         "unknown profile 'semantik'; expected one of default, cosine-only, bm25-only, rrf, "
-        "default+mmr or a hotmem.Profile"
+        "default+mmr, semantic, semantic-only or a hotmem.Profile"
     )
 
 

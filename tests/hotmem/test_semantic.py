@@ -284,9 +284,12 @@ def documented_examples() -> list[tuple[str, str]]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("code", "output"), documented_examples())
-def test_the_documented_example_prints_what_the_page_shows(code: str, output: str) -> None:
+def test_the_documented_example_prints_what_the_page_shows(
+    code: str, output: str, tmp_path: Path
+) -> None:
+    # In a directory of its own: an example may create a store file.
     completed = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
     )
     assert completed.stdout == output
 
