@@ -10,115 +10,39 @@ dimension. Every problem is reported, with what was expected and what was found.
 
 ``verify_snapshot`` (module ``verify``) and ``hydrate`` both read the package through
 :class:`PackageReader`, so they apply exactly these checks. The reader builds the
-:class:`VerificationReport`, so the report is defined here, where both can import it.
+:class:`~hotmem.snapshot.report.VerificationReport` (module ``report``).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import stat
-import sys
-from array import array
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 
-from hotmem.embed import MODEL_NAME, embed_bytes
 from hotmem.errors import SnapshotError
 from hotmem.progress import ProgressCallback
 from hotmem.snapshot import format as fmt
 from hotmem.snapshot.container import MemberStream, load_member, read_directory
 from hotmem.snapshot.decoding import ChunkRecords, Keep, RecordsDecoder
 from hotmem.snapshot.format import CentralEntry, SnapshotProblem
-from hotmem.snapshot.manifest import Manifest, MemberMeta, check_manifest, content_digest
+from hotmem.snapshot.manifest import Manifest, MemberMeta, content_digest
+from hotmem.snapshot.manifest_check import check_manifest
 from hotmem.snapshot.records import Column, reject_constant
+from hotmem.snapshot.report import Chunk, VerificationReport
+from hotmem.snapshot.vector_checks import all_finite, first_non_finite, mismatches
 
-__all__ = ["Chunk", "PackageReader", "VerificationReport"]
+__all__ = ["EmbedMany", "PackageReader"]
 
 MAX_PROBLEMS = 1000
 # A manifest lists at most 65,534 data members, each with 3 commas and one brace of its own.
 _MANIFEST_VALUES = 5 * fmt.MAX_MEMBERS + 64
-_NAMES_EXPECTED = "manifest.json, records/NNNNNN.jsonl or vectors/NNNNNN.f32"
-
-
-@dataclass(frozen=True, slots=True)
-class VerificationReport:
-    """The outcome of verifying a package.
-
-    Attributes:
-        path: the package verified.
-        record_count: records read from the package (valid or not).
-        content_digest: the content digest recomputed from the members, ``None`` when a member
-            could not be read.
-        problems: every problem found, in the order found (at most 1,000, then a count).
-    """
-
-    path: str
-    record_count: int
-    content_digest: str | None
-    problems: tuple[SnapshotProblem, ...]
-
-    @property
-    def ok(self) -> bool:
-        """Whether the package verified: no problem at all."""
-        return not self.problems
-
-    def to_dict(self) -> dict[str, object]:
-        """The report as a JSON-ready dict."""
-        return {
-            "path": self.path,
-            "ok": self.ok,
-            "record_count": self.record_count,
-            "content_digest": self.content_digest,
-            "problems": [
-                {"location": p.location, "check": p.check, "expected": p.expected, "found": p.found}
-                for p in self.problems
-            ],
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Chunk:
-    """One verified records member and its vectors, ready to load.
-
-    Attributes:
-        name: the records member.
-        columns: what the reader's ``keep`` kept of the six columns
-            ``(memory_ids, identifiers, facts, importances, tags, created_ats)``.
-        vectors: the records' vectors, concatenated in the same order.
-    """
-
-    name: str
-    columns: list[Column]
-    vectors: bytes
-
-
-def _floats(vectors: bytes) -> array[float]:
-    values = array("f")
-    values.frombytes(vectors)
-    if sys.byteorder == "big":
-        values.byteswap()
-    return values
-
-
-def _all_finite(vectors: bytes) -> bool:
-    """Whether every little-endian float32 is finite, without a Python loop per value.
-
-    A NaN or infinity has all eight exponent bits set, so its high byte is 0x7F or 0xFF. Only
-    when such a byte occurs (in finite values, from magnitude 2**127 on) is each value tested.
-    """
-    high = vectors[3::4]
-    if b"\x7f" not in high and b"\xff" not in high:
-        return True
-    return all(map(math.isfinite, _floats(vectors)))
-
-
-def _first_non_finite(vectors: bytes, width: int) -> str:
-    values = _floats(vectors)
-    position = next(i for i, value in enumerate(values) if not math.isfinite(value))
-    return f"{values[position]} in vector {position // (width // 4) + 1}"
+_NAMES_EXPECTED = (
+    "manifest.json, records/NNNNNN.jsonl, vectors/NNNNNN.f32 or spaces/<space>/NNNNNN.f32"
+)
+#: Embeds a chunk's facts into one space: one packed vector a fact, in order.
+EmbedMany = Callable[[Sequence[str]], list[bytes]]
 
 
 class PackageReader:
@@ -156,6 +80,10 @@ class PackageReader:
         self._record_count = 0
         self._digest: str | None = None
         self._previous: tuple[str, str] | None = None
+        self._opened = False
+        self._entries: list[CentralEntry] | None = None
+        self._declared: Manifest | None = None
+        self._not_recomputed: dict[str, str] = {}
 
     def close(self) -> None:
         """Close the package file."""
@@ -185,7 +113,32 @@ class PackageReader:
             problems.append(
                 SnapshotProblem("package", "more-problems", expected, f"{self._dropped} more")
             )
-        return VerificationReport(self.path, self._record_count, self._digest, tuple(problems))
+        spaces = () if self._declared is None else self._declared.spaces
+        return VerificationReport(
+            self.path,
+            self._record_count,
+            self._digest,
+            tuple(problems),
+            tuple(
+                {
+                    "name": space.name,
+                    "model_id": space.model_id,
+                    "digest": space.digest,
+                    "dimension": space.dimension,
+                    "dtype": space.dtype,
+                }
+                for space in spaces
+            ),
+            tuple(
+                (space.name, self._not_recomputed[space.name])
+                for space in spaces
+                if space.name in self._not_recomputed
+            ),
+        )
+
+    def not_recomputed(self, space: str, reason: str) -> None:
+        """Record that the vectors of ``space`` were not recomputed, and why (for the report)."""
+        self._not_recomputed[space] = reason
 
     def _add(self, location: str, check: str, expected: str, found: str) -> None:
         self._extend([SnapshotProblem(location, check, expected, found)])
@@ -256,12 +209,24 @@ class PackageReader:
             if meta.name not in present:
                 self._add(meta.name, "member-missing", "a member the manifest lists", "missing")
         in_manifest = [meta.name for meta in members if meta.name in present]
+        # (``members`` is in package order: ``Manifest.in_package_order``.)
         if list(present) != in_manifest:
             expected = "members in manifest order"
             self._add("package", "member-order", expected, ", ".join(present))
         return present
 
     # -- chunks ----------------------------------------------------------------------------------
+    def manifest(self) -> Manifest | None:
+        """The package's checked manifest, read with the container before any data member:
+        ``None`` when the package cannot be read by it (the report says why)."""
+        if not self._opened:
+            self._opened = True
+            self._entries, problems = read_directory(self._file, self._size)
+            self._extend(problems)
+            if self._entries is not None:
+                self._declared = self._manifest(self._entries)
+        return self._declared
+
     def chunks(self, keep: Keep | None = None) -> Iterator[Chunk]:
         """Check the package, yielding each chunk whose records and vectors are valid.
 
@@ -269,19 +234,20 @@ class PackageReader:
             keep: what to keep of each chunk's decoded columns (``Chunk.columns``); by default
                 nothing, and a chunk is dropped as soon as it is checked.
         """
-        entries, problems = read_directory(self._file, self._size)
-        self._extend(problems)
-        if entries is None:
+        manifest = self.manifest()
+        if manifest is None or self._entries is None:
             return
-        manifest = self._manifest(entries)
-        if manifest is None:
-            return
-        present = self._plan(entries, manifest.members)
+        ordered = manifest.in_package_order()
+        present = self._plan(self._entries, ordered)
         pairs = list(zip(manifest.members[0::2], manifest.members[1::2], strict=True))
         # A vectors member holds at most one vector per record of the largest chunk.
         vectors_limit = min(fmt.MAX_MEMBER_BYTES, fmt.CHUNK_RECORDS * manifest.vector_bytes)
+        space_limits = [
+            min(fmt.MAX_MEMBER_BYTES, fmt.CHUNK_RECORDS * space.vector_bytes)
+            for space in manifest.spaces
+        ]
         digests: dict[str, str] = {}
-        for records_meta, vectors_meta in pairs:
+        for index, (records_meta, vectors_meta) in enumerate(pairs):
             before = len(self._problems) + self._dropped
             records = self._records(records_meta, present.get(records_meta.name), digests, keep)
             vectors = self._accept(
@@ -290,13 +256,20 @@ class PackageReader:
             chunk = self._check_chunk(
                 records_meta, records, vectors_meta.name, vectors, manifest.vector_bytes
             )
+            found: list[bytes] = []
+            for space, limit in zip(manifest.spaces, space_limits, strict=True):
+                meta = space.members[index]
+                data = self._accept(meta, present.get(meta.name), digests, limit)
+                if records is not None and data is not None:
+                    self._check_vectors(meta.name, data, records, space.vector_bytes)
+                    found.append(data)
             if chunk is not None and len(self._problems) + self._dropped == before:
-                yield chunk
+                yield Chunk(chunk.name, chunk.columns, chunk.vectors, tuple(found))
             # Drop this chunk before the next is read: one chunk's values at a time.
-            del records, vectors, chunk
+            del records, vectors, chunk, found
             if self._progress is not None:
                 self._progress(self._record_count, manifest.record_count)
-        names = [meta.name for meta in manifest.members]
+        names = [meta.name for meta in ordered]
         if all(name in digests for name in names):
             self._digest = content_digest((name, digests[name]) for name in names)
             declared = manifest.content_digest
@@ -375,27 +348,46 @@ class PackageReader:
             self._previous = (decoded.last_id, name)
         if vectors is None:
             return None
+        self._check_vectors(vectors_name, vectors, decoded, width)
+        return Chunk(name, decoded.columns, vectors)
+
+    def _check_vectors(self, name: str, vectors: bytes, decoded: ChunkRecords, width: int) -> None:
+        """One vector of ``width`` bytes per record, every value a finite float32."""
         expected_size = decoded.line_count * width
         if len(vectors) != expected_size:
             found = f"{len(vectors)} bytes"
-            expected = f"{expected_size} bytes for the records of {name}"
-            self._add(vectors_name, "vector", expected, found)
-        elif not _all_finite(vectors):
-            found = _first_non_finite(vectors, width)
-            self._add(vectors_name, "vector", "finite float32 values", found)
-        return Chunk(name, decoded.columns, vectors)
+            expected = f"{expected_size} bytes for the {decoded.line_count} records of the chunk"
+            self._add(name, "vector", expected, found)
+        elif not all_finite(vectors):
+            self._add(name, "vector", "finite float32 values", first_non_finite(vectors, width))
 
-    def recompute_vectors(self, chunk: Chunk, memory_ids: Column, facts: Column) -> None:
-        """Check that every vector of ``chunk`` is the embedding of its fact, bit for bit.
+    def recompute_vectors(
+        self,
+        chunk: Chunk,
+        memory_ids: Column,
+        facts: Column,
+        embedders: Sequence[tuple[str, EmbedMany] | None],
+    ) -> None:
+        """Check that the vectors of ``chunk`` are the embeddings of its facts.
 
         ``memory_ids`` and ``facts`` are the chunk's columns of those fields (kept by ``keep``).
+        ``embedders`` holds, for ``hotmem-hash-v1`` and then each space of the manifest in
+        order, ``(model id, embed_many)`` to recompute that space's vectors with, or ``None``
+        to leave it. Hash vectors must match bit for bit, a model's within
+        ``vector_checks.MODEL_COSINE``.
         """
-        expected = b"".join(map(embed_bytes, facts))
-        if expected == chunk.vectors:
+        manifest = self._declared
+        if manifest is None:
             return
-        width = len(expected) // len(facts)
-        for number, memory_id in enumerate(memory_ids, start=1):
-            window = slice((number - 1) * width, number * width)
-            if expected[window] != chunk.vectors[window]:
-                found = f"another vector for memory_id={memory_id!r}"
-                self._add(f"{chunk.name}:{number}", "vector", f"the {MODEL_NAME} vector", found)
+        carried = (chunk.vectors, *chunk.spaces)
+        for position, (embedder, found) in enumerate(zip(embedders, carried, strict=True)):
+            if embedder is None:
+                continue
+            model_id, embed_many = embedder
+            expected = b"".join(embed_many(facts))
+            width = len(expected) // max(1, len(facts))
+            for index in mismatches(expected, found, width, exact=position == 0):
+                found_text = f"another vector for memory_id={memory_ids[index]!r}"
+                self._add(
+                    f"{chunk.name}:{index + 1}", "vector", f"the {model_id} vector", found_text
+                )
