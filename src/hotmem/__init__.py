@@ -64,6 +64,7 @@ from hotmem.snapshot import (
     hydrate,
     verify_snapshot,
 )
+from hotmem.spaces import VectorSpace
 from hotmem.storage import BUSY_TIMEOUT
 
 __version__ = "0.1.0"
@@ -114,6 +115,7 @@ __all__ = [
     "StoreError",
     "ValidationError",
     "VectorChannel",
+    "VectorSpace",
     "Verdict",
     "VerificationError",
     "VerificationReport",

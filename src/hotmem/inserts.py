@@ -13,12 +13,22 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
-from hotmem import lexical_index, schema
+from hotmem import lexical_index, schema, spaces
+from hotmem.embedders import Embedder
 from hotmem.errors import DuplicateMemoryError, ValidationError
 from hotmem.models import Memory
 from hotmem.rows import memory_row
 
-__all__ = ["ADD_BATCH", "BULK_ROWS", "batches", "insert_batches", "rows_of"]
+__all__ = [
+    "ADD_BATCH",
+    "BULK_ROWS",
+    "SpaceEmbedders",
+    "SpaceRows",
+    "batches",
+    "insert_batches",
+    "rows_of",
+    "space_rows_of",
+]
 
 #: Memories validated, embedded and inserted at a time by ``add_many`` and ``add_stream``.
 ADD_BATCH = 10_000
@@ -29,6 +39,10 @@ _INSERT_MEMORY = (
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
 Row = tuple[str, str, str, float, str, str, bytes]
+#: ``(space name, embedder)`` of every space but hotmem-hash-v1.
+SpaceEmbedders = tuple[tuple[str, Embedder], ...]
+#: ``(space name, the batch's vectors in order)``.
+SpaceRows = list[tuple[str, list[bytes]]]
 
 
 def batches(items: Iterable[Memory], size: int) -> Iterator[list[Memory]]:
@@ -43,14 +57,24 @@ def rows_of(batch: list[Memory]) -> list[Row]:
     return list(map(memory_row, batch))
 
 
+def space_rows_of(batch: list[Memory], embedders: SpaceEmbedders) -> SpaceRows:
+    """The vectors of ``batch`` in every space of ``embedders`` (each embedder batches)."""
+    facts = [memory.fact for memory in batch]
+    return [(name, embedder.embed_many(facts)) for name, embedder in embedders]
+
+
 def insert_batches(
     connection: sqlite3.Connection,
     first: list[Memory],
     rows: list[Row],
     rest: Iterator[list[Memory]],
+    *,
+    embedders: SpaceEmbedders = (),
+    vectors: SpaceRows | None = None,
 ) -> int:
-    """Insert ``first`` (already embedded as ``rows``) and every batch of ``rest``; return
-    how many memories were inserted.
+    """Insert ``first`` (already embedded as ``rows``, and in the spaces of ``embedders`` as
+    ``vectors``) and every batch of ``rest``, with their vectors in every space; return how
+    many memories were inserted.
 
     Raises:
         DuplicateMemoryError: a memory_id already exists, or repeats within the call.
@@ -59,16 +83,23 @@ def insert_batches(
     start = connection.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
     count = 0
     batch: list[Memory] | None = first
+    if vectors is None:
+        vectors = space_rows_of(first, embedders)
     while batch is not None:
-        _insert_batch(connection, batch, rows, start)
+        _insert_batch(connection, batch, rows, start, vectors)
         count += len(rows)
         batch = next(rest, None)
         rows = rows_of(batch) if batch is not None else []
+        vectors = space_rows_of(batch, embedders) if batch is not None else []
     return count
 
 
 def _insert_batch(
-    connection: sqlite3.Connection, batch: list[Memory], rows: list[Row], start: int
+    connection: sqlite3.Connection,
+    batch: list[Memory],
+    rows: list[Row],
+    start: int,
+    vectors: SpaceRows,
 ) -> None:
     # Rows get consecutive rowids after the largest one (INTEGER PRIMARY KEY, no deletes
     # inside the transaction): batch item k is rowid after + 1 + k.
@@ -84,6 +115,10 @@ def _insert_batch(
         connection.execute(schema.INDEX_ROWS_AFTER, (after,))
         connection.execute(schema.RESUME_FTS)
     lexical_index.index_grams(connection, ((m.memory_id, m.fact) for m in batch))
+    for name, values in vectors:
+        spaces.insert_vectors(
+            connection, name, zip(range(after + 1, after + 1 + len(values)), values, strict=True)
+        )
 
 
 def _rejected(

@@ -23,6 +23,7 @@ the full-text index tokenizes rebuilds it (``lexical_index.rebuild``).
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Callable
 
@@ -101,10 +102,49 @@ END"""
     )
 
 
+def _vector_spaces(connection: sqlite3.Connection) -> None:
+    """3 -> 4: named vector spaces. ``vector_spaces`` records hotmem-hash-v1 (whose vectors
+    stay in ``memories.embedding``); ``space_vectors`` starts empty, and a trigger deletes a
+    memory's vectors with it. The digest is the sha256 of the model id, as
+    ``embedders.HASH_DIGEST`` defines it."""
+    connection.execute(
+        """CREATE TABLE IF NOT EXISTS vector_spaces (
+    name      TEXT PRIMARY KEY,
+    model_id  TEXT NOT NULL,
+    digest    TEXT NOT NULL,
+    dimension INTEGER NOT NULL,
+    dtype     TEXT NOT NULL
+) WITHOUT ROWID"""
+    )
+    connection.execute(
+        """CREATE TABLE IF NOT EXISTS space_vectors (
+    space         TEXT NOT NULL,
+    memory_rowid  INTEGER NOT NULL,
+    vector        BLOB NOT NULL,
+    PRIMARY KEY (space, memory_rowid)
+) WITHOUT ROWID"""
+    )
+    name = "hotmem-hash-v1"
+    connection.execute(
+        "INSERT OR IGNORE INTO vector_spaces (name, model_id, digest, dimension, dtype) "
+        "VALUES (?, ?, ?, 64, 'float32-le')",
+        (name, name, hashlib.sha256(name.encode("utf-8")).hexdigest()),
+    )
+    connection.execute("DROP TRIGGER IF EXISTS memories_vectors_delete")
+    connection.execute(
+        """CREATE TRIGGER memories_vectors_delete AFTER DELETE ON memories
+BEGIN
+    DELETE FROM space_vectors
+    WHERE space IN (SELECT name FROM vector_spaces) AND memory_rowid = old.rowid;
+END"""
+    )
+
+
 #: from-version -> the migration to the next version.
 MIGRATIONS: dict[int, Migration] = {
     1: _defer_fts_during_bulk_writes,
     2: _stemmed_words_and_cjk_grams,
+    3: _vector_spaces,
 }
 
 

@@ -4,8 +4,10 @@ Statements are kept one by one (``CREATE_TABLES``, ``FTS_TRIGGERS``) because sto
 them inside one transaction, and ``sqlite3``'s ``executescript`` would commit first.
 
 Primary data: ``hotmem_meta`` (what the store is) and ``memories``. Derived data, rebuilt from
-them whenever in doubt: the lexical indexes (``memories_fts`` over the words, ``memories_cjk``
-over CJK character grams, ``lexical_index.py``), their triggers and the secondary index.
+them whenever in doubt: the vectors of each vector space (``vector_spaces`` says which spaces
+the store keeps, ``space_vectors`` holds all but hotmem-hash-v1's, ``spaces.py``), the lexical
+indexes (``memories_fts`` over the words, ``memories_cjk`` over CJK character grams,
+``lexical_index.py``), their triggers and the secondary index.
 ``hotmem_fts_deferred`` is empty outside a bulk write (see ``CREATE_INSERT_TRIGGER``).
 """
 
@@ -34,7 +36,8 @@ __all__ = [
 
 #: Version 2: the FTS insert trigger defers to ``hotmem_fts_deferred`` during bulk writes.
 #: Version 3: the porter stemmer in ``memories_fts`` and the CJK gram index ``memories_cjk``.
-SCHEMA_VERSION = 3
+#: Version 4: named vector spaces (``vector_spaces``) and their vectors (``space_vectors``).
+SCHEMA_VERSION = 4
 
 #: name -> CREATE statement of every table and index, in creation order.
 TABLES = {
@@ -62,6 +65,23 @@ TABLES = {
     content_rowid = 'rowid',
     tokenize = '{FTS_TOKENIZER}'
 )""",
+    # One row per vector space, hotmem-hash-v1 included (its vectors are memories.embedding);
+    # a space's name is its model id (spaces.py).
+    "vector_spaces": """CREATE TABLE vector_spaces (
+    name      TEXT PRIMARY KEY,
+    model_id  TEXT NOT NULL,
+    digest    TEXT NOT NULL,
+    dimension INTEGER NOT NULL,
+    dtype     TEXT NOT NULL
+) WITHOUT ROWID""",
+    # The vectors of every space but hotmem-hash-v1; a memory without a row in a space is not
+    # yet indexed there (reindex fills it). Deleted with the memory (memories_vectors_delete).
+    "space_vectors": """CREATE TABLE space_vectors (
+    space         TEXT NOT NULL,
+    memory_rowid  INTEGER NOT NULL,
+    vector        BLOB NOT NULL,
+    PRIMARY KEY (space, memory_rowid)
+) WITHOUT ROWID""",
     # The CJK grams of the facts with CJK letters (fts.cjk_index_text), keyed by memory rowid:
     # written by the store with each batch, deleted by memories_fts_delete.
     "memories_cjk": (
@@ -85,12 +105,19 @@ INDEX_ROWS_AFTER = (
     "INSERT INTO memories_fts (rowid, fact) SELECT rowid, fact FROM memories WHERE rowid > ?"
 )
 
-#: name -> CREATE statement of every trigger (they keep ``memories_fts`` in sync).
+#: name -> CREATE statement of every trigger (they keep ``memories_fts``, ``memories_cjk`` and
+#: ``space_vectors`` in sync with the memories).
 TRIGGERS = {
     "memories_fts_insert": CREATE_INSERT_TRIGGER,
     "memories_fts_delete": """CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
     INSERT INTO memories_fts (memories_fts, rowid, fact) VALUES ('delete', old.rowid, old.fact);
     DELETE FROM memories_cjk WHERE rowid = old.rowid;
+END""",
+    # IN over the spaces lets SQLite probe the primary key once per space.
+    "memories_vectors_delete": """CREATE TRIGGER memories_vectors_delete AFTER DELETE ON memories
+BEGIN
+    DELETE FROM space_vectors
+    WHERE space IN (SELECT name FROM vector_spaces) AND memory_rowid = old.rowid;
 END""",
     "memories_fts_update": """CREATE TRIGGER memories_fts_update AFTER UPDATE OF fact ON memories
 BEGIN

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from hotmem import lexical_index, schema
+from hotmem import lexical_index, schema, spaces
 from hotmem.errors import StoreError
 from hotmem.migrations import migrate
 from hotmem.sqlerrors import translated
@@ -238,6 +238,7 @@ def initialise(connection: sqlite3.Connection, *, with_triggers: bool = True) ->
     connection.executemany(
         "INSERT INTO hotmem_meta (key, value) VALUES (?, ?)", sorted(schema.expected_meta().items())
     )
+    spaces.write_space(connection, spaces.HASH_SPACE)
     if with_triggers:
         for sql in schema.FTS_TRIGGERS:
             connection.execute(sql)
@@ -254,7 +255,8 @@ def _reinitialise(connection: sqlite3.Connection, found: Inspection) -> None:
         if index in found.objects:
             connection.execute(f"DROP TABLE {index}")  # and its shadow tables
     leftovers = (*schema.FTS_SHADOW_TABLES, *schema.CJK_SHADOW_TABLES)
-    for name in (*leftovers, "hotmem_fts_deferred", "memories", "hotmem_meta"):
+    tables = ("hotmem_fts_deferred", "space_vectors", "vector_spaces", "memories", "hotmem_meta")
+    for name in (*leftovers, *tables):
         connection.execute(f"DROP TABLE IF EXISTS {name}")
     initialise(connection)
 
@@ -289,6 +291,8 @@ def _complete(connection: sqlite3.Connection, found: Inspection) -> None:
     if stale:
         lexical_index.rebuild(connection)
     connection.execute(schema.RESUME_FTS)
+    if not any(space.name == spaces.HASH_SPACE.name for space in spaces.read_spaces(connection)):
+        spaces.write_space(connection, spaces.HASH_SPACE)
     connection.executemany(
         "INSERT OR REPLACE INTO hotmem_meta (key, value) VALUES (?, ?)",
         sorted(schema.expected_meta().items()),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import hotmem
-from hotmem import migrations
+from hotmem import migrations, schema
 from hotmem.fts import LexicalQuery, cjk_grams, cjk_index_text, lexical_query
 
 DATA = Path(__file__).parent / "data"
@@ -188,7 +188,7 @@ def test_a_version_1_store_migrates_on_open(tmp_path: Path) -> None:
         "embedding_dimension": "64",
         "embedding_model": "hotmem-hash-v1",
         "fts_tokenizer": hotmem.LEXICAL_INDEX,
-        "schema_version": "3",
+        "schema_version": str(schema.SCHEMA_VERSION),
     }
     assert [r.memory_id for r in deploy] == ["mem-deploy-001"]
     assert [r.memory_id for r in monday][:1] == ["mem-tokyo-001"]
@@ -222,7 +222,7 @@ def test_a_store_of_a_newer_version_is_refused(tmp_path: Path) -> None:
     path = _copy("store-v1.db", tmp_path)
     with sqlite3.connect(path) as connection:
         connection.execute("UPDATE hotmem_meta SET value = '99' WHERE key = 'schema_version'")
-    expected = r"expected schema_version at most 3, found schema_version='99'"
+    expected = r"expected schema_version at most 4, found schema_version='99'"
     with pytest.raises(hotmem.StoreError, match=expected):
         hotmem.open_store(path)
 

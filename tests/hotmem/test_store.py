@@ -291,7 +291,12 @@ def _triggers(store: MemoryStore) -> list[str]:
 
 def test_bulk_batches_index_fts_and_keep_the_trigger(store: MemoryStore) -> None:
     triggers = _triggers(store)
-    assert triggers == ["memories_fts_delete", "memories_fts_insert", "memories_fts_update"]
+    assert triggers == [
+        "memories_fts_delete",
+        "memories_fts_insert",
+        "memories_fts_update",
+        "memories_vectors_delete",
+    ]
     store.add("copper kettle", identifier="a", memory_id="m-first")
     batch = [
         {"memory_id": f"m-{i:03d}", "identifier": "a", "fact": f"silver spoon {i}"}

@@ -1,0 +1,171 @@
+"""Building the vectors of a space: the embedders a store's spaces need, and reindexing.
+
+An add embeds every space of the store (``MemoryStore._insert`` with :func:`space_embedders`);
+:func:`reindex` fills a space for the memories that lack a vector in it, a batch at a time:
+each batch is read in one read transaction, embedded outside any lock, and written in one
+write transaction, so a reindex killed between batches keeps the batches already written and
+the next reindex goes on from there (resumable). A rebuild first removes the space's vectors
+and records the embedder's digest, in one transaction, then fills the space the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+
+from hotmem import spaces
+from hotmem.embed import MODEL_NAME
+from hotmem.embedders import Embedder, get_embedder, install_hint
+from hotmem.errors import MissingExtraError, StoreError, ValidationError
+from hotmem.progress import ProgressCallback
+from hotmem.spaces import VectorSpace
+
+__all__ = ["REINDEX_BATCH", "embedder_for", "reindex", "space_embedders"]
+
+#: Memories embedded and written a transaction by ``reindex`` (about 3 s of the semantic model
+#: on one core: a killed reindex loses at most that much work).
+REINDEX_BATCH = 256
+
+Transaction = Callable[[], AbstractContextManager[sqlite3.Connection]]
+ModelDir = str | os.PathLike[str] | None
+
+
+def _how_to_rebuild(name: str) -> str:
+    return (
+        f"rebuild it with `hotmem reindex --space {name} --rebuild`, or drop it with "
+        f"`hotmem reindex --space {name} --drop`"
+    )
+
+
+def embedder_for(space: VectorSpace, store: str, model_dir: ModelDir) -> Embedder:
+    """The embedder that makes the vectors of ``space``, checked against what it records.
+
+    Raises:
+        MissingExtraError: the embedder needs an extra that is not installed.
+        StoreError: the space's model is unknown to this HotMem, or the embedder's digest,
+            dimension or dtype differ from the space's.
+        EmbedderError: the model files are missing or fail their digest check.
+    """
+    try:
+        embedder = get_embedder(space.model_id, model_dir=model_dir)
+    except ValidationError:
+        raise StoreError(
+            f"store {store!r} keeps the vector space {space.name!r} of model "
+            f"{space.model_id!r}, which this HotMem does not know; {_how_to_rebuild(space.name)}"
+        ) from None
+    except MissingExtraError as exc:
+        raise MissingExtraError(
+            f"store {store!r} keeps the vector space {space.name!r}, whose embedder needs the "
+            f"{exc.extra!r} extra, which is not installed (missing modules: "
+            f"{', '.join(exc.missing)}); install it with {install_hint(exc.extra)}, or drop "
+            f"the space with `hotmem reindex --space {space.name} --drop`",
+            extra=exc.extra,
+            missing=exc.missing,
+        ) from None
+    found = spaces.space_of(embedder)
+    if found != space:
+        raise StoreError(
+            f"store {store!r}: the vector space {space.name!r} was built with digest="
+            f"{space.digest[:16]}... dimension={space.dimension} dtype={space.dtype!r}, "
+            f"but this HotMem's embedder has digest={found.digest[:16]}... "
+            f"dimension={found.dimension} dtype={found.dtype!r}; {_how_to_rebuild(space.name)}"
+        )
+    return embedder
+
+
+def space_embedders(
+    connection: sqlite3.Connection, store: str, model_dir: ModelDir
+) -> tuple[tuple[str, Embedder], ...]:
+    """``(space name, embedder)`` of every space of the store but hotmem-hash-v1 (whose
+    vectors are written with the memories), by name.
+
+    Raises:
+        MissingExtraError, StoreError, EmbedderError: as :func:`embedder_for`.
+    """
+    return tuple(
+        (space.name, embedder_for(space, store, model_dir))
+        for space in spaces.read_spaces(connection)
+        if space.name != MODEL_NAME
+    )
+
+
+def _pending(
+    reading: Transaction, name: str, batch_size: int
+) -> Iterator[tuple[list[int], list[str]]]:
+    """Batches of (rowids, facts) lacking a vector in the space ``name``, each read in its
+    own read transaction, rowids ascending (each batch starts after the last one)."""
+    after = 0
+    while True:
+        with reading() as connection:
+            rows = connection.execute(
+                "SELECT rowid, fact FROM memories AS m WHERE rowid > ? AND NOT EXISTS "
+                "(SELECT 1 FROM space_vectors AS v WHERE v.space = ? AND v.memory_rowid = "
+                "m.rowid) ORDER BY rowid LIMIT ?",
+                (after, name, batch_size),
+            ).fetchall()
+        if not rows:
+            return
+        after = rows[-1][0]
+        yield [int(rowid) for rowid, _ in rows], [str(fact) for _, fact in rows]
+
+
+def _count_missing(connection: sqlite3.Connection, name: str) -> int:
+    total = int(connection.execute("SELECT count(*) FROM memories").fetchone()[0])
+    return total - spaces.vector_count(connection, name)
+
+
+def reindex(
+    reading: Transaction,
+    writing: Transaction,
+    space: VectorSpace,
+    embedder: Embedder,
+    *,
+    store: str,
+    rebuild: bool = False,
+    batch_size: int = REINDEX_BATCH,
+    progress: ProgressCallback | None = None,
+) -> int:
+    """Write the vectors of ``space`` that are missing (all of them with ``rebuild``); return
+    how many were written. ``progress`` is called with (written, to write) after each batch.
+
+    Raises:
+        ValidationError: ``batch_size`` is not a positive integer.
+        StoreError: the space was dropped or rebuilt by another process meanwhile, or the
+            store cannot be written.
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValidationError(f"batch_size must be a positive integer; found {batch_size!r}")
+    if rebuild:
+        with writing() as connection:
+            connection.execute("DELETE FROM space_vectors WHERE space = ?", (space.name,))
+            spaces.write_space(connection, space)
+    with reading() as connection:
+        total = _count_missing(connection, space.name)
+    written = 0
+    if progress is not None:
+        progress(0, total)
+    for rowids, facts in _pending(reading, space.name, batch_size):
+        vectors = embedder.embed_many(facts)
+        with writing() as connection:
+            now = {found.name: found for found in spaces.read_spaces(connection)}
+            if now.get(space.name) != space:
+                raise StoreError(
+                    f"store {store!r}: the vector space {space.name!r} was dropped or rebuilt "
+                    "by another process during this reindex"
+                )
+            # A memory deleted since the batch was read gets no vector.
+            alive = {
+                int(rowid)
+                for (rowid,) in connection.execute(
+                    f"SELECT rowid FROM memories WHERE rowid IN ({','.join('?' * len(rowids))})",
+                    rowids,
+                )
+            }
+            rows = [(r, v) for r, v in zip(rowids, vectors, strict=True) if r in alive]
+            spaces.insert_vectors(connection, space.name, rows)
+        written += len(rows)
+        if progress is not None:
+            progress(written, total)
+    return written

@@ -1,0 +1,177 @@
+"""Vector spaces: which spaces a store keeps, and the vectors of each, as rows of SQLite.
+
+A store holds one or more named vector spaces (``docs/semantic.md``). ``hotmem-hash-v1`` is
+always one: its vectors are ``memories.embedding``. Every other space has its vectors in
+``space_vectors`` (one row per space and memory, keyed by the memory's rowid). ``vector_spaces``
+records each space, hash-v1 included: its model id, the sha256 digest of what defines its
+vectors, their dimension and dtype. A space's name is its model id.
+
+A memory without a row in a space is *not yet indexed* there: an add that a process was
+killed in never leaves one (an add writes every space in its transaction), but an interrupted
+reindex does, and the next reindex fills the gap.
+
+These functions run inside the caller's transaction; they read and write rows only (the
+snapshot package code uses them too). ``VectorSpace`` is public (``hotmem.VectorSpace``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from hotmem.embed import DIMENSION, MODEL_NAME
+from hotmem.embedders import DTYPE, HASH_DIGEST, Embedder
+from hotmem.errors import StoreError, ValidationError
+
+__all__ = [
+    "HASH_SPACE",
+    "VectorSpace",
+    "delete_space",
+    "insert_vectors",
+    "missing_rowids",
+    "read_spaces",
+    "space_of",
+    "space_vectors",
+    "vector_count",
+    "write_space",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class VectorSpace:
+    """One vector space of a store.
+
+    Attributes:
+        name: the space's name, which is its model id (``hotmem.EMBEDDERS``).
+        model_id: the embedder that makes its vectors.
+        digest: sha256 (hex) of what defines the vectors (``hotmem.embedders``).
+        dimension: values a vector.
+        dtype: how a value is stored (``"float32-le"``).
+    """
+
+    name: str
+    model_id: str
+    digest: str
+    dimension: int
+    dtype: str
+
+    @property
+    def vector_bytes(self) -> int:
+        """Bytes a stored vector."""
+        return self.dimension * 4
+
+    def to_dict(self) -> dict[str, object]:
+        """The space as JSON-ready data."""
+        return {
+            "name": self.name,
+            "model_id": self.model_id,
+            "digest": self.digest,
+            "dimension": self.dimension,
+            "dtype": self.dtype,
+        }
+
+
+#: ``hotmem-hash-v1``, the space of ``memories.embedding``.
+HASH_SPACE = VectorSpace(MODEL_NAME, MODEL_NAME, HASH_DIGEST, DIMENSION, DTYPE)
+
+
+def space_of(embedder: Embedder) -> VectorSpace:
+    """The space an embedder's vectors belong to (its name is the model id)."""
+    return VectorSpace(
+        embedder.model_id, embedder.model_id, embedder.digest, embedder.dimension, embedder.dtype
+    )
+
+
+def read_spaces(connection: sqlite3.Connection) -> tuple[VectorSpace, ...]:
+    """Every space of the store: hotmem-hash-v1 first, then by name.
+
+    Raises:
+        StoreError: a row is not of the store's kind (the message names it).
+    """
+    spaces = []
+    for row in connection.execute(
+        "SELECT name, model_id, digest, dimension, dtype FROM vector_spaces ORDER BY name"
+    ):
+        name, model_id, digest, dimension, dtype = row
+        if not (
+            all(isinstance(value, str) and value for value in (name, model_id, digest, dtype))
+            and isinstance(dimension, int)
+            and dimension > 0
+        ):
+            raise StoreError(
+                f"vector space row {row!r} is damaged: expected text name, model_id, digest, "
+                "dtype and a positive integer dimension"
+            )
+        spaces.append(VectorSpace(name, model_id, digest, dimension, dtype))
+    spaces.sort(key=lambda space: (space.name != MODEL_NAME, space.name))
+    return tuple(spaces)
+
+
+def write_space(connection: sqlite3.Connection, space: VectorSpace) -> None:
+    """Record ``space`` (replacing the row of the same name; its vectors are kept)."""
+    connection.execute(
+        "INSERT OR REPLACE INTO vector_spaces (name, model_id, digest, dimension, dtype) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (space.name, space.model_id, space.digest, space.dimension, space.dtype),
+    )
+
+
+def delete_space(connection: sqlite3.Connection, name: str) -> None:
+    """Remove the space ``name`` and its vectors.
+
+    Raises:
+        ValidationError: ``name`` is hotmem-hash-v1, which every store keeps.
+    """
+    if name == MODEL_NAME:
+        raise ValidationError(f"the vector space {MODEL_NAME!r} cannot be dropped")
+    connection.execute("DELETE FROM space_vectors WHERE space = ?", (name,))
+    connection.execute("DELETE FROM vector_spaces WHERE name = ?", (name,))
+
+
+def space_vectors(connection: sqlite3.Connection, name: str) -> Iterator[tuple[int, bytes]]:
+    """``(memory_rowid, vector)`` of every vector of the space ``name``, in rowid order
+    (``memories.embedding`` for hotmem-hash-v1)."""
+    if name == MODEL_NAME:
+        rows = connection.execute("SELECT rowid, embedding FROM memories ORDER BY rowid")
+    else:
+        rows = connection.execute(
+            "SELECT memory_rowid, vector FROM space_vectors WHERE space = ? ORDER BY memory_rowid",
+            (name,),
+        )
+    for rowid, vector in rows:
+        yield int(rowid), vector
+
+
+def insert_vectors(
+    connection: sqlite3.Connection, name: str, rows: Iterable[tuple[int, bytes]]
+) -> None:
+    """Write ``(memory_rowid, vector)`` rows of the space ``name`` (replacing existing ones).
+
+    Raises:
+        ValidationError: ``name`` is hotmem-hash-v1 (its vectors live in ``memories``).
+    """
+    if name == MODEL_NAME:
+        raise ValidationError(f"the vectors of {MODEL_NAME!r} are written with their memories")
+    connection.executemany(
+        "INSERT OR REPLACE INTO space_vectors (space, memory_rowid, vector) VALUES (?, ?, ?)",
+        ((name, rowid, vector) for rowid, vector in rows),
+    )
+
+
+def vector_count(connection: sqlite3.Connection, name: str) -> int:
+    """How many memories have a vector in the space ``name``."""
+    if name == MODEL_NAME:
+        return int(connection.execute("SELECT count(*) FROM memories").fetchone()[0])
+    sql = "SELECT count(*) FROM space_vectors WHERE space = ?"
+    return int(connection.execute(sql, (name,)).fetchone()[0])
+
+
+def missing_rowids(connection: sqlite3.Connection, name: str, *, limit: int) -> list[int]:
+    """Up to ``limit`` rowids (ascending) of memories lacking a vector in the space ``name``."""
+    rows = connection.execute(
+        "SELECT rowid FROM memories AS m WHERE NOT EXISTS (SELECT 1 FROM space_vectors AS v "
+        "WHERE v.space = ? AND v.memory_rowid = m.rowid) ORDER BY rowid LIMIT ?",
+        (name, limit),
+    )
+    return [int(rowid) for (rowid,) in rows]

@@ -1,0 +1,185 @@
+"""Vector spaces of a store: schema v4, the migration from v3, add_space, ingest, reindex,
+drop_space, run with the real semantic model (the ``semantic`` extra is in the dev group)."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import hotmem
+from hotmem import schema, spaces
+from hotmem.embedders import HASH_DIGEST, SEMANTIC_MODEL
+
+DATA = Path(__file__).with_name("data")
+HASH = hotmem.VectorSpace("hotmem-hash-v1", "hotmem-hash-v1", HASH_DIGEST, 64, "float32-le")
+FACTS = [
+    ("Invoices above EUR 5,000 need two approvals.", "acme-finance"),
+    ("The on-call engineer rotates every Monday at 09:00 UTC.", "acme-infra"),
+    ("Production databases are backed up every night.", "acme-infra"),
+    ("Expense claims must be filed within 30 days.", "acme-finance"),
+    ("The Oslo office closes on Saturdays.", "fjord-analytics"),
+]
+
+
+def _memories(count: int = len(FACTS)) -> list[dict[str, object]]:
+    return [
+        {
+            "memory_id": f"m-{i:02d}",
+            "identifier": FACTS[i % len(FACTS)][1],
+            "fact": f"{FACTS[i % len(FACTS)][0]} (#{i})" if i >= len(FACTS) else FACTS[i][0],
+            "created_at": "2026-01-01T00:00:00Z",
+        }
+        for i in range(count)
+    ]
+
+
+@pytest.fixture(scope="module")
+def semantic() -> hotmem.VectorSpace:
+    return spaces.space_of(hotmem.get_embedder(SEMANTIC_MODEL))
+
+
+def _vectors(store: hotmem.MemoryStore, name: str) -> dict[str, bytes]:
+    rows = store.connection.execute(
+        "SELECT m.memory_id, v.vector FROM space_vectors AS v "
+        "JOIN memories AS m ON m.rowid = v.memory_rowid WHERE v.space = ?",
+        (name,),
+    )
+    return dict(rows)
+
+
+def test_a_new_store_has_the_hash_space_only(tmp_path: Path) -> None:
+    with hotmem.open_store(tmp_path / "s.db") as store:
+        assert store.spaces == (HASH,)
+        assert store.vector_counts() == {"hotmem-hash-v1": 0}
+        assert HASH.to_dict() == {
+            "name": "hotmem-hash-v1",
+            "model_id": "hotmem-hash-v1",
+            "digest": HASH_DIGEST,
+            "dimension": 64,
+            "dtype": "float32-le",
+        }
+
+
+def _as_version_3(path: Path) -> None:
+    """Turn a store of this version into one of schema version 3 (which had no spaces)."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("DROP TRIGGER memories_vectors_delete")
+    connection.execute("DROP TABLE space_vectors")
+    connection.execute("DROP TABLE vector_spaces")
+    connection.execute("UPDATE hotmem_meta SET value = '3' WHERE key = 'schema_version'")
+    connection.close()
+
+
+def test_a_version_3_store_migrates_to_4(tmp_path: Path) -> None:
+    path = tmp_path / "v3.db"
+    with hotmem.open_store(path) as store:
+        store.add_many(_memories())
+        before = hotmem.search_memories(store, "invoice approvals")
+    _as_version_3(path)
+    with hotmem.open_store(path) as store:
+        meta = dict(store.connection.execute("SELECT key, value FROM hotmem_meta"))
+        assert meta["schema_version"] == "4" == str(schema.SCHEMA_VERSION)
+        assert store.spaces == (HASH,)
+        assert hotmem.search_memories(store, "invoice approvals") == before
+        objects = {row[0] for row in store.connection.execute("SELECT name FROM sqlite_master")}
+        assert {"vector_spaces", "space_vectors", "memories_vectors_delete"} <= objects
+
+
+@pytest.mark.parametrize("name", ["store-v1.db"])
+def test_the_committed_test_stores_still_open(tmp_path: Path, name: str) -> None:
+    shutil.copy(DATA / name, tmp_path / name)
+    with hotmem.open_store(tmp_path / name) as store:
+        assert store.spaces == (HASH,)
+        assert store.count() == 4
+        assert store.check_integrity() == ()
+
+
+def test_add_space_embeds_every_memory_and_adds_embed_it(
+    tmp_path: Path, semantic: hotmem.VectorSpace
+) -> None:
+    embedder = hotmem.get_embedder(SEMANTIC_MODEL)
+    seen: list[tuple[int, int | None]] = []
+    with hotmem.open_store(tmp_path / "s.db") as store:
+        store.add_many(_memories(3))
+        assert store.add_space(SEMANTIC_MODEL, progress=lambda d, t: seen.append((d, t))) == (
+            semantic
+        )
+        assert seen == [(0, 3), (3, 3)]
+        assert store.spaces == (HASH, semantic)
+        assert semantic.dimension == 384
+        assert semantic.dtype == "float32-le"
+        store.add(FACTS[3][0], identifier=FACTS[3][1], memory_id="m-03")
+        store.add_stream(_memories()[4:], batch_size=1)
+        facts = {m.memory_id: m.fact for m in store}
+        expected = dict(zip(facts, embedder.embed_many(list(facts.values())), strict=True))
+        assert _vectors(store, SEMANTIC_MODEL) == expected
+        assert store.vector_counts() == {"hotmem-hash-v1": 5, SEMANTIC_MODEL: 5}
+        store.delete("m-01")  # the trigger deletes its vectors too
+        assert set(_vectors(store, SEMANTIC_MODEL)) == {"m-00", "m-02", "m-03", "m-04"}
+        assert store.add_space(SEMANTIC_MODEL) == semantic  # already there: nothing to do
+        assert store.vector_counts()[SEMANTIC_MODEL] == 4
+
+
+class _Killed(Exception):
+    pass
+
+
+def test_reindex_is_resumable_one_transaction_per_batch(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with hotmem.open_store(path) as store:
+        store.add_many(_memories(7))
+        done: list[int] = []
+
+        def killed_after_two_batches(written: int, total: int | None) -> None:
+            done.append(written)
+            if written == 4:
+                raise _Killed  # the process dies between batches
+
+        with pytest.raises(_Killed):
+            store.add_space(SEMANTIC_MODEL, progress=killed_after_two_batches, batch_size=2)
+        assert done == [0, 2, 4]
+    with hotmem.open_store(path) as store:
+        assert store.vector_counts()[SEMANTIC_MODEL] == 4  # two committed batches
+        assert store.reindex(SEMANTIC_MODEL, batch_size=2) == 3
+        assert store.reindex(SEMANTIC_MODEL) == 0
+        resumed = _vectors(store, SEMANTIC_MODEL)
+        assert store.reindex(SEMANTIC_MODEL, rebuild=True) == 7
+        assert _vectors(store, SEMANTIC_MODEL) == resumed
+
+
+def test_drop_space_removes_it_and_its_vectors(tmp_path: Path) -> None:
+    with hotmem.open_store(tmp_path / "s.db") as store:
+        store.add_many(_memories(2))
+        store.add_space(SEMANTIC_MODEL)
+        store.drop_space(SEMANTIC_MODEL)
+        assert store.spaces == (HASH,)
+        assert store.connection.execute("SELECT count(*) FROM space_vectors").fetchone() == (0,)
+        with pytest.raises(hotmem.ValidationError, match="cannot be dropped"):
+            store.drop_space("hotmem-hash-v1")
+        with pytest.raises(hotmem.ValidationError, match=r"hotmem reindex --space nope"):
+            store.drop_space("nope")
+        with pytest.raises(hotmem.ValidationError, match=r"nothing to reindex"):
+            store.reindex("hotmem-hash-v1")
+
+
+def test_a_space_of_another_model_file_is_refused_until_rebuilt(
+    tmp_path: Path, semantic: hotmem.VectorSpace
+) -> None:
+    with hotmem.open_store(tmp_path / "s.db") as store:
+        store.add_many(_memories(2))
+        store.add_space(SEMANTIC_MODEL)
+        with store.connection:
+            store.connection.execute(
+                "UPDATE vector_spaces SET digest = 'ab' WHERE name = ?", (SEMANTIC_MODEL,)
+            )
+        with pytest.raises(hotmem.StoreError, match=r"--rebuild"):
+            store.add("Another fact.", identifier="acme-finance")
+        with pytest.raises(hotmem.StoreError, match=r"was built with digest=ab"):
+            store.reindex(SEMANTIC_MODEL)
+        assert store.reindex(SEMANTIC_MODEL, rebuild=True) == 2
+        assert store.spaces == (HASH, semantic)
+        store.add("Another fact.", identifier="acme-finance")
+        assert store.vector_counts()[SEMANTIC_MODEL] == 3
