@@ -248,7 +248,8 @@ def test_hostile_spaces_are_reported(tmp_path: Path, case: str) -> None:
     report = hotmem.verify_snapshot(package)
     assert [(p.location, p.check) for p in report.problems] == expected
     for problem in report.problems:
-        assert problem.expected and problem.found
+        assert problem.expected
+        assert problem.found
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))

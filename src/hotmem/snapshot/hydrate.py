@@ -215,9 +215,10 @@ def _recomputers(choices: list[SpaceChoice]) -> list[tuple[str, EmbedMany] | Non
     """What ``recompute_vectors`` checks: hash-v1 and every carried space."""
     recomputers: list[tuple[str, EmbedMany] | None] = [(MODEL_NAME, _hash_many)]
     for choice in choices:
-        carried = choice.action == "carry" and choice.embedder is not None
-        embedder = choice.embedder
-        recomputers.append((choice.space.model_id, embedder.embed_many) if carried else None)
+        embedder = choice.embedder if choice.action == "carry" else None
+        recomputers.append(
+            None if embedder is None else (choice.space.model_id, embedder.embed_many)
+        )
     return recomputers
 
 

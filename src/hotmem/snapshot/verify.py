@@ -76,7 +76,8 @@ def verify_snapshot(
             if recompute_vectors:
                 recomputers = _recomputers(reader, model_dir)
                 for chunk in reader.chunks(keep=_ids_and_facts):
-                    reader.recompute_vectors(chunk, *chunk.columns, recomputers)
+                    memory_ids, facts = chunk.columns
+                    reader.recompute_vectors(chunk, memory_ids, facts, recomputers)
             else:
                 for _ in reader.chunks():
                     pass
