@@ -12,7 +12,9 @@ best of ``--repeats`` runs (the machine has 2 cores and other work may run besid
 - hydrate: ``hotmem.hydrate(path, target)`` into a new file, records/s (vectors reused);
 - raw load: for context, a bare SQLite bulk insert of the same rows plus one FTS5 rebuild;
 - peak memory: each operation once more in a fresh child process, which reports its peak
-  resident set (``ru_maxrss``) minus its resident set before the operation;
+  resident set (``ru_maxrss``) minus its resident set before the operation, and its time (for
+  hydrate: ``hydrate, fresh process``, which includes loading the embedder of a carried space;
+  the in-process runs reuse the embedder the first one loaded);
 - cold start: from just before spawning ``python -c "import hotmem; open; search"`` to the
   first result read back, against the hydrated store; Python's bare startup (``-c pass``)
   and ``import hotmem`` alone are given for context.
@@ -138,15 +140,17 @@ def raw_load(rows: list[tuple], path: Path, space_rows: list[tuple] | None = Non
     connection.close()
 
 
-def child_peak(operation: str, *paths: Path) -> float:
-    """Peak resident MiB an operation adds, measured in a fresh process."""
+def child_peak(operation: str, *paths: Path) -> tuple[float, float]:
+    """Peak resident MiB an operation adds, and its seconds, measured in a fresh process
+    (which loads any embedder the operation needs: hydrate with a carried space does)."""
     completed = subprocess.run(
         [sys.executable, __file__, "--child", operation, *map(str, paths)],
         capture_output=True,
         text=True,
         check=True,
     )
-    return float(completed.stdout) / 1024
+    kib, seconds = completed.stdout.split()
+    return float(kib) / 1024, float(seconds)
 
 
 def _status_kib(field: str) -> int:
@@ -159,8 +163,10 @@ def _status_kib(field: str) -> int:
 
 
 def run_child(operation: str, paths: list[str]) -> None:
-    """In a child process: run one operation, print the peak RSS it added (KiB)."""
+    """In a child process: run one operation, print the peak RSS it added (KiB) and its
+    seconds."""
     before = _status_kib("VmRSS")
+    start = time.perf_counter()
     if operation == "snapshot":
         with hotmem.open_store(paths[0]) as store:
             store.snapshot(paths[1], overwrite=True)
@@ -169,7 +175,7 @@ def run_child(operation: str, paths: list[str]) -> None:
     else:
         Path(paths[1]).unlink(missing_ok=True)
         hotmem.hydrate(paths[0], paths[1])
-    print(_status_kib("VmHWM") - before)
+    print(_status_kib("VmHWM") - before, time.perf_counter() - start)
 
 
 def cold_start(argv: list[str], repeats: int, pycache: Path) -> float:
@@ -255,9 +261,10 @@ def bench(size: int, repeats: int, *, semantic: bool = False) -> dict[str, float
         "verify_rps": size / verify_s,
         "hydrate_rps": size / hydrate_s,
         "raw_rps": size / raw_s,
-        "peak_snapshot_mib": peaks["snapshot"],
-        "peak_verify_mib": peaks["verify"],
-        "peak_hydrate_mib": peaks["hydrate"],
+        "peak_snapshot_mib": peaks["snapshot"][0],
+        "peak_verify_mib": peaks["verify"][0],
+        "peak_hydrate_mib": peaks["hydrate"][0],
+        "fresh_hydrate_rps": size / peaks["hydrate"][1],
         "cold_start_s": cold_s,
     }
 
@@ -313,16 +320,18 @@ def main() -> None:
     print(
         "| memories | package (bytes) | bytes/record | snapshot (rec/s) | snapshot (MB/s) "
         "| verify (rec/s) "
-        "| hydrate (rec/s) | raw SQLite load (rec/s) | peak RSS snapshot / verify / hydrate (MiB) "
+        "| hydrate (rec/s) | hydrate, fresh process (rec/s) | raw SQLite load (rec/s) "
+        "| peak RSS snapshot / verify / hydrate (MiB) "
         "| cold start to first result (s) |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for size in args.sizes:
         r = bench(size, args.repeats, semantic=args.semantic)
         print(
             f"| {r['size']:,} | {r['package_bytes']:,} | {r['bytes_per_record']:,.0f} "
             f"| {r['snapshot_rps']:,.0f} "
             f"| {r['snapshot_mbps']:.1f} | {r['verify_rps']:,.0f} | {r['hydrate_rps']:,.0f} "
+            f"| {r['fresh_hydrate_rps']:,.0f} "
             f"| {r['raw_rps']:,.0f} | {r['peak_snapshot_mib']:.1f} / {r['peak_verify_mib']:.1f} "
             f"/ {r['peak_hydrate_mib']:.1f} | {r['cold_start_s']:.3f} |",
             flush=True,
