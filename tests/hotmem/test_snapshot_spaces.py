@@ -202,6 +202,11 @@ HOSTILE: dict[str, tuple[list[Space], dict, list[tuple[str, str]]]] = {
         {"members": _swap(V0, S0)},
         [("package", "member-order")],
     ),
+    "more spaces than the format allows": (
+        [_space(name=f"model-{i:02d}") for i in range(17)],
+        {},
+        [(MANIFEST, "limit")],
+    ),
     "a NaN": (
         [_space(vectors=[_vectors(1, 0.0) + NAN, _vectors(1, 2.0)])],
         {},
@@ -333,3 +338,17 @@ def test_a_dropped_space_is_left_out(good: Path, tmp_path: Path) -> None:
     with hotmem.open_store(tmp_path / "target.db") as store:
         assert [space.name for space in store.spaces] == ["hotmem-hash-v1"]
         assert store.count() == 3
+
+
+def test_a_package_from_before_spaces_hydrates_with_the_hash_space_alone(tmp_path: Path) -> None:
+    package = Path(__file__).parent / "data" / "unicode61-v1.hotmem"
+    report = hotmem.verify_snapshot(package, recompute_vectors=True)
+    assert (report.problems, report.spaces, report.not_recomputed) == ((), (), ())
+    hydrated = hotmem.hydrate(package, tmp_path / "t.db")
+    assert (hydrated.record_count, hydrated.spaces) == (4, ())
+    with hotmem.open_store(tmp_path / "t.db") as store:
+        assert store.spaces == (
+            hotmem.VectorSpace(
+                *(["hotmem-hash-v1"] * 2), hotmem.embedders.HASH_DIGEST, 64, "float32-le"
+            ),
+        )

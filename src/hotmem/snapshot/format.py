@@ -36,6 +36,7 @@ __all__ = [
     "MAX_MEMBERS",
     "MAX_MEMBER_BYTES",
     "MAX_OFFSET",
+    "MAX_SPACES",
     "MAX_TAGS",
     "SPACE_NAME",
     "STORED",
@@ -79,6 +80,8 @@ MAX_OFFSET = 0xFFFFFFFF
 
 # Values a vector of a space may hold (a chunk then holds fewer records: ``writer``).
 MAX_DIMENSION = 2**16
+# Further vector spaces one package may carry: what verifying a chunk reads is bounded by it.
+MAX_SPACES = 16
 
 STORED, DEFLATED = 0, 8
 MemberKind = Literal["manifest", "records", "vectors", "space"]

@@ -275,7 +275,8 @@ def _build(
     loaded = 0
     try:
         _register_spaces(connection, choices)
-        for chunk in reader.chunks(keep=_stored_columns):
+        carried = [i for i, choice in enumerate(choices) if choice.action == "carry"]
+        for chunk in reader.chunks(keep=_stored_columns, keep_spaces=carried):
             if recompute_vectors:
                 reader.recompute_vectors(chunk, chunk.columns[0], chunk.columns[2], recomputers)
             if reader.ok:

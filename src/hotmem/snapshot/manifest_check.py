@@ -185,6 +185,9 @@ def _check_spaces(
         expected = "spaces as a non-empty array (a package without further spaces omits it)"
         add("manifest", expected, repr(value)[:200])
         return None
+    if len(value) > fmt.MAX_SPACES:
+        add("limit", f"at most {fmt.MAX_SPACES} spaces", f"{len(value)} spaces")
+        return None
     spaces: list[SpaceMeta] = []
     for index, item in enumerate(value):
         where = f"spaces[{index}]"

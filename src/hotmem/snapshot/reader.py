@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from types import TracebackType
 
 from hotmem.errors import SnapshotError
@@ -227,12 +227,17 @@ class PackageReader:
                 self._declared = self._manifest(self._entries)
         return self._declared
 
-    def chunks(self, keep: Keep | None = None) -> Iterator[Chunk]:
+    def chunks(
+        self, keep: Keep | None = None, keep_spaces: Collection[int] = ()
+    ) -> Iterator[Chunk]:
         """Check the package, yielding each chunk whose records and vectors are valid.
 
         Args:
             keep: what to keep of each chunk's decoded columns (``Chunk.columns``); by default
                 nothing, and a chunk is dropped as soon as it is checked.
+            keep_spaces: the positions (in ``Manifest.spaces``) of the further spaces whose
+                vectors to keep in ``Chunk.spaces``; the others are checked as they stream in
+                and left empty there.
         """
         manifest = self.manifest()
         if manifest is None or self._entries is None:
@@ -257,12 +262,16 @@ class PackageReader:
                 records_meta, records, vectors_meta.name, vectors, manifest.vector_bytes
             )
             found: list[bytes] = []
-            for space, limit in zip(manifest.spaces, space_limits, strict=True):
+            for position, (space, limit) in enumerate(
+                zip(manifest.spaces, space_limits, strict=True)
+            ):
                 meta = space.members[index]
-                data = self._accept(meta, present.get(meta.name), digests, limit)
-                if records is not None and data is not None:
-                    self._check_vectors(meta.name, data, records, space.vector_bytes)
-                    found.append(data)
+                entry = present.get(meta.name)
+                data = self._space_member(
+                    meta, entry, digests, limit, records, space.vector_bytes,
+                    keep=position in keep_spaces,
+                )  # fmt: skip
+                found.append(data)
             if chunk is not None and len(self._problems) + self._dropped == before:
                 yield Chunk(chunk.name, chunk.columns, chunk.vectors, tuple(found))
             # Drop this chunk before the next is read: one chunk's values at a time.
@@ -275,6 +284,54 @@ class PackageReader:
             declared = manifest.content_digest
             if declared is not None and declared != self._digest:
                 self._add(fmt.MANIFEST_NAME, "content-digest", declared, self._digest)
+
+    def _space_member(
+        self,
+        meta: MemberMeta,
+        entry: CentralEntry | None,
+        digests: dict[str, str],
+        limit: int,
+        decoded: ChunkRecords | None,
+        width: int,
+        *,
+        keep: bool,
+    ) -> bytes:
+        """A further space's member, checked block by block as it streams in (size, SHA-256,
+        finite values, one vector per record); its bytes when ``keep``, else ``b""``."""
+        if entry is None:  # already reported missing
+            return b""
+        stream = MemberStream(self._file, entry, limit)
+        kept: list[bytes] = []
+        tail, read, bad = b"", 0, ""
+        for block in stream:
+            if keep:
+                kept.append(block)
+            aligned = tail + block
+            cut = len(aligned) - len(aligned) % 4
+            if not bad and not all_finite(aligned[:cut]):
+                found = first_non_finite(aligned[:cut], 4)  # "x in vector n" of floats
+                value, number = found.split(" in vector ")
+                bad = f"{value} in vector {(read // 4 + int(number) - 1) // (width // 4) + 1}"
+            read += cut
+            tail = aligned[cut:]
+        self._extend(stream.problems)
+        if not stream.complete or stream.sha256 is None:
+            return b""
+        self._matched(meta, entry.size, stream.sha256, digests)
+        if decoded is not None:
+            expected = decoded.line_count * width
+            if entry.size != expected:
+                found = f"{entry.size} bytes"
+                records = decoded.line_count
+                self._add(
+                    meta.name,
+                    "vector",
+                    f"{expected} bytes for the {records} records of the chunk",
+                    found,
+                )
+            elif bad:
+                self._add(meta.name, "vector", "finite float32 values", bad)
+        return b"".join(kept)
 
     def _matched(self, meta: MemberMeta, size: int, sha256: str, digests: dict[str, str]) -> None:
         """Match a member read whole to its size and SHA-256 in the manifest."""

@@ -75,7 +75,8 @@ def verify_snapshot(
         try:
             if recompute_vectors:
                 recomputers = _recomputers(reader, model_dir)
-                for chunk in reader.chunks(keep=_ids_and_facts):
+                kept = [i for i, item in enumerate(recomputers[1:]) if item is not None]
+                for chunk in reader.chunks(keep=_ids_and_facts, keep_spaces=kept):
                     memory_ids, facts = chunk.columns
                     reader.recompute_vectors(chunk, memory_ids, facts, recomputers)
             else:

@@ -71,7 +71,29 @@ def select_sql(space_count: int) -> str:
 
 
 def _further_spaces(connection: sqlite3.Connection) -> tuple[store_spaces.VectorSpace, ...]:
-    return tuple(s for s in store_spaces.read_spaces(connection) if s.name != MODEL_NAME)
+    """The store's spaces beyond hotmem-hash-v1, by name.
+
+    Raises:
+        SnapshotError: the store has more than the format allows, or one it cannot carry.
+    """
+    further = tuple(s for s in store_spaces.read_spaces(connection) if s.name != MODEL_NAME)
+    if len(further) > fmt.MAX_SPACES:
+        raise SnapshotError(
+            f"the store has {len(further)} vector spaces beyond {MODEL_NAME!r}; the format "
+            f"allows {fmt.MAX_SPACES} (drop some with store.drop_space)"
+        )
+    for space in further:
+        if not fmt.SPACE_NAME.fullmatch(space.name) or space.model_id != space.name:
+            raise SnapshotError(
+                f"vector space {space.name!r} (model {space.model_id!r}) cannot be carried: a "
+                f"package names a space by its model id ({fmt.SPACE_NAME.pattern})"
+            )
+        if space.dtype != fmt.VECTOR_DTYPE or not 0 < space.dimension <= fmt.MAX_DIMENSION:
+            raise SnapshotError(
+                f"vector space {space.name!r} holds {space.dimension} values of {space.dtype!r}; "
+                f"a package carries 1 to {fmt.MAX_DIMENSION} values of {fmt.VECTOR_DTYPE!r}"
+            )
+    return further
 
 
 def _checked_vectors(
