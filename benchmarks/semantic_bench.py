@@ -1,6 +1,7 @@
 """Semantic embedder benchmark: throughput against raw onnxruntime, load time, memory.
 
-Run: ``uv run python benchmarks/semantic_bench.py [--count 1000] [--repeats 3]``
+Run: ``uv run python benchmarks/semantic_bench.py [--count 1000] [--repeats 3]
+[--search-sizes 10000,100000] [--distinct 2000]``
 
 - **Throughput**: ``embed_many`` over ``--count`` synthetic memories (``benchmarks/synthetic.py``)
   and over the facts and queries of both committed fixtures, against **raw inference**: the
@@ -11,6 +12,19 @@ Run: ``uv run python benchmarks/semantic_bench.py [--count 1000] [--repeats 3]``
 - **Load**: in a fresh process, importing numpy/onnxruntime/tokenizers, reading and hashing the
   model files, and building the tokenizer and the session; and peak RSS after loading and after
   embedding ``--count`` texts.
+
+- **Store ingest**: ``add_many`` of the ``--count`` synthetic memories into a new store that
+  has the semantic space (so every memory is embedded in both spaces and written with its
+  vectors in one transaction), against raw inference on the same texts' batches. Target:
+  ours >= 0.8x raw.
+- **Semantic search**: p50/p95 of ``search_memories(..., profile="semantic")`` over stores of
+  ``--search-sizes`` synthetic memories, query embedding included, unscoped and scoped to one
+  identifier (the first search, which loads the space's matrix, is reported apart). Target:
+  p95 <= 60 ms at 100k. Embedding 100k memories at ~100 a second takes too long here, so the
+  search stores get their semantic vectors cheaply: ``--distinct`` distinct synthetic facts
+  are embedded, and memory ``i`` is given the vector of fact ``i mod distinct`` (written
+  straight into ``space_vectors``). Vectors repeat; the work of a search (one matrix product
+  over the scope, the bounded top k, exact cosines of the survivors) is the same.
 
 Best of ``--repeats`` for throughput and load; throughput by CPU time of the process (the
 work runs on the calling thread) and, for the ratio, by wall-clock too. One thread everywhere
@@ -24,6 +38,7 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from itertools import groupby
@@ -129,6 +144,71 @@ def throughput(embedder: object, texts: list[str], repeats: int) -> dict[str, fl
     return rates
 
 
+def store_ingest(embedder: object, memories: list[dict], repeats: int) -> dict[str, float]:
+    """Best memories/s of ``add_many`` into a store with the semantic space, and of raw
+    inference on the same facts' batches (CPU and wall)."""
+    feeds = batches(embedder, [m["fact"] for m in memories])
+    session = embedder._session  # type: ignore[attr-defined]
+    output = embedder._output  # type: ignore[attr-defined]
+
+    def raw() -> None:
+        for feed in feeds:
+            session.run([output], feed)
+
+    def ours() -> None:
+        with tempfile.TemporaryDirectory() as directory:
+            with hotmem.open_store(Path(directory) / "ingest.db") as store:
+                store.add_space(hotmem.SEMANTIC_MODEL)
+                store.add_many(memories)
+
+    samples = {"ours": [timed(ours) for _ in range(repeats)]}
+    samples["raw"] = [timed(raw) for _ in range(repeats)]
+    return {
+        f"{name}_{clock}": len(memories) / min(sample[index] for sample in runs)
+        for name, runs in samples.items()
+        for index, clock in enumerate(("wall", "cpu"))
+    }
+
+
+def semantic_store(path: Path, size: int, embedder: object, distinct: int) -> None:
+    """A store of ``size`` synthetic memories with the semantic space, whose vectors repeat
+    those of ``distinct`` embedded facts (see the module docstring)."""
+    from hotmem import spaces
+
+    memories = synthetic_memories(size)
+    vectors = embedder.embed_many([m["fact"] for m in memories[:distinct]])  # type: ignore[attr-defined]
+    with hotmem.open_store(path) as store:
+        store.add_many(memories)
+        with store.connection:  # one transaction: register the space, write its vectors
+            store.connection.execute("BEGIN IMMEDIATE")
+            spaces.write_space(store.connection, spaces.space_of(embedder))  # type: ignore[arg-type]
+            rowids = [r for (r,) in store.connection.execute("SELECT rowid FROM memories")]
+            spaces.insert_vectors(
+                store.connection,
+                hotmem.SEMANTIC_MODEL,
+                ((rowid, vectors[i % distinct]) for i, rowid in enumerate(rowids)),
+            )
+
+
+def semantic_search(path: Path, queries: list[str]) -> dict[str, float]:
+    """First-search ms (loads the matrix), then p50/p95 unscoped and p95 scoped."""
+    with hotmem.open_store(path) as store:
+        identifier = next(iter(store.identifiers()))
+        start = time.perf_counter()
+        hotmem.search_memories(store, queries[0], profile="semantic")
+        first = (time.perf_counter() - start) * 1000
+        found = {}
+        for label, scope in (("unscoped", None), ("scoped", identifier)):
+            samples = []
+            for question in queries:
+                start = time.perf_counter()
+                hotmem.search_memories(store, question, identifier=scope, profile="semantic")
+                samples.append((time.perf_counter() - start) * 1000)
+            cuts = statistics.quantiles(samples, n=100, method="inclusive")
+            found[f"{label}_p50"], found[f"{label}_p95"] = cuts[49], cuts[94]
+    return {"first_ms": first, **found}
+
+
 def query_latency(embedder: object, count: int) -> tuple[float, float]:
     samples = []
     for question in synthetic_queries(count):
@@ -156,6 +236,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=1000, help="synthetic memories")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--search-sizes", default="10000,100000", help="comma-separated")
+    parser.add_argument("--distinct", type=int, default=2000, help="facts embedded for search")
+    parser.add_argument("--queries", type=int, default=200, help="searches a size")
     args = parser.parse_args()
 
     embedder = hotmem.get_embedder(hotmem.SEMANTIC_MODEL)
@@ -174,6 +257,41 @@ def main() -> None:
             f"| {rates['raw_cpu']:.0f} | {rates['ours_cpu'] / rates['raw_cpu']:.2f} "
             f"| {rates['ours_wall'] / rates['raw_wall']:.2f} | {rates['tokenise_us']:.0f} |"
         )
+    memories = synthetic_memories(args.count)
+    rates = store_ingest(embedder, memories, args.repeats)
+    print(
+        "\n| store ingest | n | ours (memories/s, CPU) | raw inference (emb/s, CPU) "
+        "| ours / raw (CPU) | ours (wall) | raw (wall) | ours / raw (wall) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        f"| add_many, hash-v1 + {embedder.model_id} | {len(memories)} | {rates['ours_cpu']:.0f} "
+        f"| {rates['raw_cpu']:.0f} | {rates['ours_cpu'] / rates['raw_cpu']:.2f} "
+        f"| {rates['ours_wall']:.0f} | {rates['raw_wall']:.0f} "
+        f"| {rates['ours_wall'] / rates['raw_wall']:.2f} |"
+    )
+    sizes = [int(size) for size in args.search_sizes.split(",") if size]
+    if sizes:
+        print(
+            f"\nsemantic search ({args.queries} synthetic questions, query embedding included; "
+            f"vectors of {args.distinct} distinct embedded facts reused, memory i gets fact "
+            f"i mod {args.distinct}'s)\n"
+        )
+        print(
+            "| memories | first search incl. matrix load (ms) | p50 (ms) | p95 (ms) "
+            "| scoped p50 (ms) | scoped p95 (ms) |"
+        )
+        print("|---:|---:|---:|---:|---:|---:|")
+        queries = synthetic_queries(args.queries)
+        for size in sizes:
+            with tempfile.TemporaryDirectory() as directory:
+                path = Path(directory) / "search.db"
+                semantic_store(path, size, embedder, min(args.distinct, size))
+                r = semantic_search(path, queries)
+            print(
+                f"| {size} | {r['first_ms']:.0f} | {r['unscoped_p50']:.1f} "
+                f"| {r['unscoped_p95']:.1f} | {r['scoped_p50']:.1f} | {r['scoped_p95']:.1f} |"
+            )
     p50, p95 = query_latency(embedder, 200)
     print(f"\nquery embedding (one short question): p50 {p50:.2f} ms, p95 {p95:.2f} ms")
     figures = load(args.count, args.repeats)

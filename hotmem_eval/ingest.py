@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import pyarrow as pa
 
 import hotmem
 
-__all__ = ["FIXED_CLOCK", "STORE_FIELDS", "ingest", "memory_records", "open_fixture_store"]
+__all__ = [
+    "FIXED_CLOCK",
+    "STORE_FIELDS",
+    "ingest",
+    "memory_records",
+    "open_fixture_store",
+    "spaces_needed",
+]
 
 # The evaluator's clock: memories without created_at get this time, so runs are reproducible.
 FIXED_CLOCK = "2026-01-01T00:00:00Z"
@@ -29,10 +37,25 @@ def ingest(store: hotmem.MemoryStore, corpus: pa.Table) -> int:
     return len(store.add_many(memory_records(corpus)))
 
 
-def open_fixture_store(path: str | Path, corpus: pa.Table) -> hotmem.MemoryStore:
-    """Open a new store at ``path`` with the fixed clock and ingest ``corpus`` into it."""
+def spaces_needed(profiles: Iterable[hotmem.Profile]) -> tuple[str, ...]:
+    """The vector spaces ``profiles`` read, each once, in order of first use."""
+    return tuple(dict.fromkeys(space for profile in profiles for space in profile.spaces))
+
+
+def open_fixture_store(
+    path: str | Path, corpus: pa.Table, *, spaces: Iterable[str] = ()
+) -> hotmem.MemoryStore:
+    """Open a new store at ``path`` with the fixed clock and ingest ``corpus`` into it, with
+    the vectors of every space of ``spaces`` (model ids; ``hotmem-hash-v1`` is always built).
+
+    Raises:
+        hotmem.MissingExtraError: a space needs an extra that is not installed.
+    """
     store = hotmem.open_store(path, clock=hotmem.fixed_clock(FIXED_CLOCK))
     try:
+        for space in spaces:
+            if space != hotmem.MODEL_NAME:
+                store.add_space(space)  # before the memories: add_many embeds every space
         ingest(store, corpus)
     except BaseException:
         store.close()

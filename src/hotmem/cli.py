@@ -39,6 +39,7 @@ from hotmem.cli_packages import (
     configure_snapshot,
     configure_verify,
 )
+from hotmem.cli_spaces import cmd_reindex, configure_reindex
 from hotmem.cli_support import UserInputError, seconds_value
 from hotmem.errors import HotmemError, ValidationError
 from hotmem.storage import BUSY_TIMEOUT
@@ -102,6 +103,11 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handle
         cmd_explain,
     ),
     "stats": ("show what the store holds", configure_stats, cmd_stats),
+    "reindex": (
+        "build, complete, rebuild or drop a vector space of the store",
+        configure_reindex,
+        cmd_reindex,
+    ),
     "delete": ("delete one memory", configure_delete, cmd_delete),
     "snapshot": ("write the store to a portable package", configure_snapshot, cmd_snapshot),
     "verify": ("verify a package without trusting it", configure_verify, cmd_verify),

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from itertools import chain
 
 from hotmem.cli_render import diagnosis_lines, result_lines
+from hotmem.cli_spaces import space_lines
 from hotmem.cli_support import (
     UserInputError,
     created_store,
@@ -21,8 +22,9 @@ from hotmem.errors import ValidationError
 from hotmem.fusion import MIN_SIMILARITY
 from hotmem.jsonl import JsonlProblem, JsonlRecord, read_jsonl
 from hotmem.models import memory_from_mapping
+from hotmem.profiles import PROFILES
 from hotmem.progress import Progress
-from hotmem.search import search_memories
+from hotmem.search import effective_profile, rule_of, search_memories
 
 __all__ = [
     "MAX_REPORTED_PROBLEMS",
@@ -135,13 +137,19 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    with existing_store(args) as store:
+    # Without --profile, --min-similarity keeps its default (the default profile's floor).
+    floor = args.min_similarity
+    if args.profile is None and floor is None:
+        floor = MIN_SIMILARITY
+    with existing_store(args) as store, store.reading():
+        rule = rule_of(effective_profile(store, args.profile, min_similarity=floor))
         results = search_memories(
             store,
             args.query,
             identifier=args.identifier,
             limit=args.limit,
-            min_similarity=args.min_similarity,
+            profile=args.profile,
+            min_similarity=floor,
         )
     if args.json:
         print_json([r.to_dict() for r in results])
@@ -149,7 +157,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if not results:
         print("no results")
     for r in results:
-        print("\n".join(result_lines(r, explain=args.explain, floor=args.min_similarity)))
+        print("\n".join(result_lines(r, explain=args.explain, rule=rule)))
     return EXIT_OK
 
 
@@ -161,7 +169,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             args.memory_id,
             identifier=args.identifier,
             limit=args.limit,
-            min_similarity=args.min_similarity,
+            min_similarity=MIN_SIMILARITY if args.min_similarity is None else args.min_similarity,
         )
         fact = store.get(args.memory_id).fact
     if args.json:
@@ -172,15 +180,20 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with existing_store(args) as store:
+    with existing_store(args) as store, store.reading():
         path, memories, identifiers = store.path, store.count(), store.identifiers()
+        counts = store.vector_counts()
+        spaces = [{**space.to_dict(), "vectors": counts[space.name]} for space in store.spaces]
     if args.json:
-        print_json({"path": path, "memories": memories, "identifiers": identifiers})
+        print_json(
+            {"path": path, "memories": memories, "identifiers": identifiers, "spaces": spaces}
+        )
         return EXIT_OK
     print(f"store: {path}")
     print(f"memories: {memories}")
     for identifier, count in identifiers.items():
         print(f"  {identifier}: {count}")
+    print("\n".join(space_lines(spaces)))
     return EXIT_OK
 
 
@@ -210,16 +223,24 @@ def _ranking_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--min-similarity",
         type=similarity_value,
-        default=MIN_SIMILARITY,
+        default=None,
         metavar="COSINE",
         help="the relevance floor: a memory without a lexical match needs this cosine "
-        f"(default {MIN_SIMILARITY:g}; docs/ranking.md says how it was chosen)",
+        f"(default {MIN_SIMILARITY:g}, or the --profile's; docs/ranking.md says how it was "
+        "chosen)",
     )
 
 
 def configure_search(p: argparse.ArgumentParser) -> None:
     p.add_argument("query")
     _ranking_options(p)
+    p.add_argument(
+        "--profile",
+        choices=list(PROFILES),
+        help="the retrieval profile (default: the store's; semantic ones need the store's "
+        "semantic space, `hotmem reindex --space all-minilm-l6-v2`); --min-similarity then "
+        "defaults to the profile's floor",
+    )
     p.add_argument("--explain", action="store_true", help="show how each score adds up")
     p.add_argument("--json", action="store_true", help="print results with score components")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hotmem.diagnosis import Diagnosis
 from hotmem.fusion import WEIGHTS, Weights
 from hotmem.search import ScoreComponents, SearchResult
+from hotmem.topk import Rule
 
 __all__ = ["diagnosis_lines", "result_lines", "score_line"]
 
@@ -23,14 +24,19 @@ def score_line(score: float, components: ScoreComponents, weights: Weights = WEI
     )
 
 
-def result_lines(result: SearchResult, *, explain: bool, floor: float) -> list[str]:
-    """One result, and with ``explain`` why it is a candidate and how its score adds up."""
+def result_lines(result: SearchResult, *, explain: bool, rule: Rule) -> list[str]:
+    """One result, and with ``explain`` why it is a candidate (under ``rule``, the search's
+    profile) and how its score adds up."""
     lines = [f"{result.rank}. [{result.score:.4f}] {result.memory_id} ({result.identifier}): "
              f"{result.fact}"]  # fmt: skip
     if explain:
         c = result.components
-        why = "a lexical match" if c.lexical_match else f"cosine {c.cosine:.4f} >= {floor:g}"
-        lines.append(f"   candidate by {why}; {score_line(result.score, c)}")
+        why = (
+            "a lexical match"
+            if c.lexical_match
+            else f"cosine {c.cosine:.4f} >= {rule.floor if rule.floor is not None else 0.0:g}"
+        )
+        lines.append(f"   candidate by {why}; {score_line(result.score, c, rule.weights)}")
     return lines
 
 

@@ -16,7 +16,10 @@ A profile says which channels a search uses and how it fuses them:
 - ``reranker``: the slot of a deterministic reranker applied after fusion (none yet);
 - ``depth``: how many candidates each channel ranks for reciprocal-rank fusion.
 
-``PROFILES`` holds the built-ins; ``default`` is the production stack. A profile is part of
+``PROFILES`` holds the built-ins; ``default`` is the production stack. ``semantic`` replaces its
+cosine channel with the ``all-minilm-l6-v2`` space (the ``semantic`` extra; the store must have
+the space, ``hotmem reindex --space all-minilm-l6-v2``) and gates lexical matches on it;
+``semantic-only`` ranks by that cosine alone. A profile is part of
 every result's provenance: ``to_dict`` gives the JSON configuration the evaluator records, and
 ``Profile.from_mapping`` reads one back (or from a TOML table).
 """
@@ -30,12 +33,15 @@ from types import MappingProxyType
 from typing import Literal, get_args
 
 from hotmem.embed import MODEL_NAME
+from hotmem.embedders import SEMANTIC_MODEL
 from hotmem.errors import ValidationError
 from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
 
 __all__ = [
     "DEFAULT_PROFILE",
     "PROFILES",
+    "SEMANTIC_FLOOR",
+    "SEMANTIC_GATE",
     "Channel",
     "Fusion",
     "LexicalChannel",
@@ -54,6 +60,12 @@ _MAX_NAME = 64
 _MAX_DEPTH = 10_000
 _MAX_WEIGHT = 1e6
 _MAX_RRF_K = 1_000_000
+#: The floors of the all-minilm-l6-v2 space, as ``benchmarks/floor_calibration.py --space
+#: all-minilm-l6-v2`` computes them on both committed fixtures (docs/semantic.md records the
+#: run): the floor is the smallest multiple of 0.05 above the larger 99th percentile of
+#: unrelated cosines, the gate the largest multiple of 0.05 at most the smaller 95th.
+SEMANTIC_FLOOR = 0.45
+SEMANTIC_GATE = 0.25
 _FIELDS = ("vector", "lexical", "importance", "fusion", "rrf_k", "depth", "reranker")
 
 
@@ -285,6 +297,18 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
                 lexical=LexicalChannel(weight=1.0),
                 importance=0.0,
                 fusion="rrf",
+            ),
+            Profile(
+                "semantic",
+                vector=VectorChannel(space=SEMANTIC_MODEL, weight=0.6, floor=SEMANTIC_FLOOR),
+                lexical=LexicalChannel(weight=0.2, gate=SEMANTIC_GATE),
+                importance=0.2,
+            ),
+            Profile(
+                "semantic-only",
+                vector=VectorChannel(space=SEMANTIC_MODEL, weight=1.0, floor=SEMANTIC_FLOOR),
+                lexical=None,
+                importance=0.0,
             ),
         )
     }

@@ -1,6 +1,7 @@
 """Search: gather the candidates of a query from the store, then rank them by fusion.
 
-The cosine channel scans the store's in-memory vector index (``vectors.py``) for memories in
+The cosine channel scans the store's in-memory vector index (``vectors.py``), or for a profile
+naming another vector space that space's matrix (``space_scan.py``, numpy), for memories in
 scope with ``cosine >= min_similarity``; the lexical channel asks SQLite FTS5 for the BM25 of
 every memory in scope matching an informative query term (``fts.py``). The union is scored and
 ranked by ``fusion.py``, ``score = 0.6 * cosine + 0.2 * normalised_bm25 + 0.2 * importance``
@@ -19,10 +20,11 @@ from hotmem.fts import LexicalQuery, lexical_query
 from hotmem.fusion import Weights, normalise_bm25, score_candidates
 from hotmem.lexical import all_matches
 from hotmem.profiles import Profile, customised, resolve_profile
+from hotmem.reindex import embedder_for
 from hotmem.rows import tags_from_text
 from hotmem.rrf import channel_ranks, rrf_top_k
 from hotmem.topk import Ranked, Rule, Search, exhaustive_top_k, top_k
-from hotmem.vectors import VectorIndex
+from hotmem.vectors import CosineScan, VectorIndex
 
 __all__ = [
     "MAX_LIMIT",
@@ -42,7 +44,8 @@ class ScoreComponents:
     """The signals behind a score.
 
     Attributes:
-        cosine: cosine between the query's and the memory's hash vectors, in [-1, 1].
+        cosine: cosine between the query's and the memory's vectors in the profile's vector
+            space, in [-1, 1] (0.0 without a vector channel).
         bm25_raw: FTS5 BM25 of the memory for this query (higher is better), ``None``
             without a lexical match.
         bm25_normalised: ``bm25_raw`` divided by the best ``bm25_raw`` among this query's
@@ -208,10 +211,12 @@ def effective_profile(
         min_similarity=min_similarity,
         weights=weights,
     )
-    if chosen.vector is not None and chosen.vector.space != MODEL_NAME:
+    if chosen.vector is not None and chosen.vector.space not in {s.name for s in store.spaces}:
+        name = chosen.vector.space
         raise ValidationError(
-            f"profile {chosen.name!r} needs the vector space {chosen.vector.space!r}; "
-            f"this store has {MODEL_NAME!r} only"
+            f"profile {chosen.name!r} needs the vector space {name!r}, which store "
+            f"{store.path!r} does not have (it has {', '.join(s.name for s in store.spaces)}); "
+            f"build it with `hotmem reindex --space {name}` or store.add_space({name!r})"
         )
     return chosen
 
@@ -261,9 +266,12 @@ def search_memories(
     write meanwhile.
 
     Raises:
-        ValidationError: an argument has the wrong type or is out of range, or the profile is
-            unknown.
-        StoreError: the store cannot be read, or is damaged.
+        ValidationError: an argument has the wrong type or is out of range, the profile is
+            unknown, or it needs a vector space the store does not have (the message says how
+            to build it).
+        MissingExtraError: the profile's vector space needs an extra that is not installed.
+        StoreError: the store cannot be read, is damaged, or the profile's vector space is
+            not built for every memory (an interrupted reindex).
     """
     _check_arguments(query, identifier, limit)
     with store.reading():
@@ -274,9 +282,16 @@ def search_memories(
 def _prepared(
     store: MemoryStore, index: VectorIndex, query: str, scope: range, profile: Profile, limit: int
 ) -> Search:
-    scan = None
-    if profile.vector is not None:
+    scan: CosineScan | None = None
+    if profile.vector is not None and profile.vector.space == MODEL_NAME:
         scan = index.scan(embed(query), scope, accelerated=store.accelerated)
+    elif profile.vector is not None:
+        space = store.space(profile.vector.space)
+        embedder = embedder_for(space, store.path, store.model_dir)  # names a missing extra
+        matrix = store.space_matrix(space.name)
+        from hotmem import space_scan  # numpy loads on first use
+
+        scan = space_scan.scan(matrix, embedder.embed_many([query])[0], scope)
     return Search(
         scan=scan,
         scope=scope,

@@ -143,6 +143,8 @@ def test_reindex_is_resumable_one_transaction_per_batch(tmp_path: Path) -> None:
         assert done == [0, 2, 4]
     with hotmem.open_store(path) as store:
         assert store.vector_counts()[SEMANTIC_MODEL] == 4  # two committed batches
+        with pytest.raises(hotmem.StoreError, match=r"not built for 3 of 7 memories"):
+            hotmem.search_memories(store, "invoices", profile="semantic")
         assert store.reindex(SEMANTIC_MODEL, batch_size=2) == 3
         assert store.reindex(SEMANTIC_MODEL) == 0
         resumed = _vectors(store, SEMANTIC_MODEL)

