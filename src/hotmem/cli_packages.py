@@ -64,7 +64,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         report = verify_snapshot(
             package,
             recompute_vectors=args.recompute_vectors,
-            model_dir=getattr(args, "model_dir", None),
+            model_dir=args.model_dir,
             progress=progress,
         )
     if args.json:
@@ -92,7 +92,7 @@ def cmd_hydrate(args: argparse.Namespace) -> int:
             recompute_vectors=args.recompute_vectors,
             reindex=args.reindex,
             drop_spaces=args.drop_space,
-            model_dir=getattr(args, "model_dir", None),
+            model_dir=args.model_dir,
             progress=progress,
         )
     print(
@@ -111,6 +111,15 @@ _ACTIONS = {
 }
 
 
+def _model_dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--model-dir",
+        metavar="DIR",
+        help="a directory holding model.onnx and tokenizer.json for a vector space's model "
+        "(default: the pinned model package, or $HOTMEM_MODEL_DIR)",
+    )
+
+
 def configure_snapshot(p: argparse.ArgumentParser) -> None:
     p.add_argument("out", help="the package file to write (docs/snapshot-v2.md)")
     p.add_argument(
@@ -126,6 +135,7 @@ def configure_verify(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="re-embed every fact into each space this HotMem has the model of, and compare",
     )
+    _model_dir(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -150,3 +160,4 @@ def configure_hydrate(p: argparse.ArgumentParser) -> None:
         metavar="SPACE",
         help="hydrate without the package's vector space SPACE (repeatable)",
     )
+    _model_dir(p)

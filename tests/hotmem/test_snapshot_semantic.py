@@ -117,6 +117,19 @@ def test_round_trip_carries_the_vectors(package: Path, tmp_path: Path) -> None:
     ):
         assert copy.spaces == source.spaces
         assert copy.vector_counts() == {"hotmem-hash-v1": 5, MODEL: 5}
+        queries = ("invoice approvals", "What time do backups run?", "café opening hours")
+        for query in queries:
+            for profile in ("semantic", "semantic-only"):
+                found = hotmem.search_memories(copy, query, profile=profile)
+                expected = hotmem.search_memories(source, query, profile=profile)
+                assert [(r.memory_id, r.score) for r in found] == [
+                    (r.memory_id, r.score) for r in expected
+                ]
+        found_ids = [
+            [r.memory_id for r in hotmem.search_memories(copy, query, profile="semantic")]
+            for query in queries
+        ]
+        assert found_ids == [["m-0"], ["m-1"], ["m-3"]]
         copy.snapshot(tmp_path / "again.zip")
     assert (tmp_path / "again.zip").read_bytes() == package.read_bytes()
 
