@@ -111,6 +111,16 @@ def _extra(members: list) -> list:
     return [*members, Member(f"spaces/{SPACE}/000002.f32", _vectors(1, 0.0))]
 
 
+def _deflated(name: str):
+    def deflate(members: list) -> list:
+        for member in members:
+            if member.name == name:
+                member.method = 8
+        return members
+
+    return deflate
+
+
 NAN = struct.pack("<4f", 0.0, float("nan"), 0.0, 0.0)
 
 # case -> (spaces, build options, the (location, check) of every problem, in order)
@@ -201,6 +211,11 @@ HOSTILE: dict[str, tuple[list[Space], dict, list[tuple[str, str]]]] = {
         [_space()],
         {"members": _swap(V0, S0)},
         [("package", "member-order")],
+    ),
+    "a space member that inflates to 64 MiB": (
+        [_space(vectors=[bytes(64 * 2**20), _vectors(1, 2.0)])],
+        {"members": _deflated(S0)},
+        [(S0, "size"), (S0, "limit")],
     ),
     "more spaces than the format allows": (
         [_space(name=f"model-{i:02d}") for i in range(17)],
