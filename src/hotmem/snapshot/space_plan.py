@@ -19,7 +19,7 @@ from hotmem.embedders import EMBEDDERS, Embedder, get_embedder
 from hotmem.errors import EmbedderError, HydrationError, MissingExtraError, ValidationError
 from hotmem.snapshot.manifest import SpaceMeta
 
-__all__ = ["Action", "SpaceChoice", "load_embedder", "plan_spaces"]
+__all__ = ["Action", "SpaceChoice", "plan_spaces", "usable_embedder"]
 
 #: ``carry``: load the package's vectors; ``reindex``: embed the facts with this HotMem's
 #: embedder instead; ``drop``: leave the space out of the target.
@@ -41,7 +41,7 @@ class SpaceChoice:
     embedder: Embedder | None
 
 
-def load_embedder(space: SpaceMeta, model_dir: str | os.PathLike[str] | None) -> Embedder | str:
+def usable_embedder(space: SpaceMeta, model_dir: str | os.PathLike[str] | None) -> Embedder | str:
     """This HotMem's embedder for ``space`` when it makes the package's vectors, else why not.
 
     The reason is one sentence: the model is unknown, its extra is missing, its files cannot
@@ -129,7 +129,7 @@ def plan_spaces(
                 )
             choices.append(SpaceChoice(space, "reindex", embedder))
             continue
-        usable = load_embedder(space, model_dir)
+        usable = usable_embedder(space, model_dir)
         if isinstance(usable, str):
             raise HydrationError(
                 f"the package's vector space {space.name!r} (digest {space.digest[:12]}...) "

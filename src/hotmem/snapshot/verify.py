@@ -1,7 +1,7 @@
 """Verifying a snapshot package without trusting it: one full pass of :class:`PackageReader`.
 
 Every check lives in the reader (``reader``); this pass only drives it to the end, optionally
-re-embedding every fact into each space it can (``space_plan.load_embedder``), and returns its
+re-embedding every fact into each space it can (``space_plan.usable_embedder``), and returns its
 :class:`~hotmem.snapshot.report.VerificationReport`.
 """
 
@@ -17,7 +17,7 @@ from hotmem.snapshot._files import gc_paused
 from hotmem.snapshot.reader import EmbedMany, PackageReader
 from hotmem.snapshot.records import Column
 from hotmem.snapshot.report import VerificationReport
-from hotmem.snapshot.space_plan import load_embedder
+from hotmem.snapshot.space_plan import usable_embedder
 
 __all__ = ["verify_snapshot"]
 
@@ -37,7 +37,7 @@ def _recomputers(
     recomputers: list[tuple[str, EmbedMany] | None] = [(MODEL_NAME, _hash_many)]
     manifest = reader.manifest()
     for space in () if manifest is None else manifest.spaces:
-        embedder = load_embedder(space, model_dir)
+        embedder = usable_embedder(space, model_dir)
         if isinstance(embedder, str):
             reader.not_recomputed(space.name, embedder)
             recomputers.append(None)
