@@ -239,10 +239,10 @@ def test_a_package_with_a_further_space_verifies(good: Path) -> None:
     report = hotmem.verify_snapshot(good)
     assert report.problems == ()
     assert report.record_count == 3
-    assert report.spaces == (
-        {"name": SPACE, "model_id": SPACE, "digest": DIGEST, "dimension": 4, "dtype": "float32-le"},
-    )
-    assert report.to_dict()["spaces"] == [dict(report.spaces[0])]
+    assert report.spaces == (hotmem.VectorSpace(SPACE, SPACE, DIGEST, 4, "float32-le"),)
+    assert report.to_dict()["spaces"] == [
+        {"name": SPACE, "model_id": SPACE, "digest": DIGEST, "dimension": 4, "dtype": "float32-le"}
+    ]
     assert report.not_recomputed == ()
 
 

@@ -243,13 +243,7 @@ def _load_spaces(
 def _register_spaces(connection: sqlite3.Connection, choices: list[SpaceChoice]) -> None:
     for choice in choices:
         if choice.action == "carry":
-            space = choice.space
-            store_spaces.write_space(
-                connection,
-                store_spaces.VectorSpace(
-                    space.name, space.model_id, space.digest, space.dimension, space.dtype
-                ),
-            )
+            store_spaces.write_space(connection, choice.space.space)
         elif choice.action == "reindex" and choice.embedder is not None:
             store_spaces.write_space(connection, store_spaces.space_of(choice.embedder))
 

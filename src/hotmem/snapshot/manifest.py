@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from hotmem.embed import DIMENSION, MODEL_NAME
 from hotmem.fts import LEXICAL_INDEX
 from hotmem.snapshot import format as fmt
+from hotmem.spaces import VectorSpace
 
 __all__ = [
     "Manifest",
@@ -68,6 +69,11 @@ class SpaceMeta:
     def vector_bytes(self) -> int:
         """Bytes a vector."""
         return 4 * self.dimension
+
+    @property
+    def space(self) -> VectorSpace:
+        """The space as a store records it."""
+        return VectorSpace(self.name, self.model_id, self.digest, self.dimension, self.dtype)
 
     def to_dict(self) -> dict[str, object]:
         """The space's entry in the manifest."""

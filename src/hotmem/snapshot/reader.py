@@ -119,16 +119,7 @@ class PackageReader:
             self._record_count,
             self._digest,
             tuple(problems),
-            tuple(
-                {
-                    "name": space.name,
-                    "model_id": space.model_id,
-                    "digest": space.digest,
-                    "dimension": space.dimension,
-                    "dtype": space.dtype,
-                }
-                for space in spaces
-            ),
+            tuple(space.space for space in spaces),
             tuple(
                 (space.name, self._not_recomputed[space.name])
                 for space in spaces

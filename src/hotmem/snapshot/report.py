@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from hotmem.snapshot.format import SnapshotProblem
 from hotmem.snapshot.records import Column
+from hotmem.spaces import VectorSpace
 
 __all__ = ["Chunk", "VerificationReport"]
 
@@ -21,7 +22,7 @@ class VerificationReport:
             could not be read.
         problems: every problem found, in the order found (at most 1,000, then a count).
         spaces: the package's vector spaces beyond ``hotmem-hash-v1``, as the manifest
-            declares them (``name``, ``model_id``, ``digest``, ``dimension``, ``dtype``).
+            declares them (``hotmem.VectorSpace``).
         not_recomputed: ``(space, reason)`` for each space whose vectors were asked to be
             recomputed (``recompute_vectors``) but could not be, in space order.
     """
@@ -30,7 +31,7 @@ class VerificationReport:
     record_count: int
     content_digest: str | None
     problems: tuple[SnapshotProblem, ...]
-    spaces: tuple[dict[str, object], ...] = ()
+    spaces: tuple[VectorSpace, ...] = ()
     not_recomputed: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -49,7 +50,7 @@ class VerificationReport:
                 {"location": p.location, "check": p.check, "expected": p.expected, "found": p.found}
                 for p in self.problems
             ],
-            "spaces": [dict(space) for space in self.spaces],
+            "spaces": [space.to_dict() for space in self.spaces],
             "not_recomputed": [
                 {"space": space, "reason": reason} for space, reason in self.not_recomputed
             ],
