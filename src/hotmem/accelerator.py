@@ -69,6 +69,10 @@ class MatrixScan:
         distance = math.dist(stored, self.query)
         return 1.0 - distance * distance / 2.0
 
+    def cosines(self, positions: Sequence[int]) -> list[float]:
+        """The exact cosines of ``positions``, in order."""
+        return [self.cosine(p) for p in positions]
+
     def approximations(self, positions: Sequence[int]) -> list[float]:
         """The matrix product's cosines of ``positions`` (each within ``MARGIN``)."""
         offsets = np.fromiter(positions, dtype=np.int64, count=len(positions)) - self.start

@@ -16,10 +16,9 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, get_args
 
-from hotmem import inserts, lexical_index, schema, spaces, sqlerrors, storage
+from hotmem import inserts, lexical_index, schema, sqlerrors, storage
 from hotmem import reindex as reindexing
-from hotmem.embed import MODEL_NAME
-from hotmem.embedders import get_embedder, install_hint
+from hotmem.embedders import install_hint
 from hotmem.errors import MemoryNotFoundError, MissingExtraError, ValidationError
 from hotmem.fields import lookup_text, shown
 from hotmem.inserts import ADD_BATCH
@@ -27,7 +26,7 @@ from hotmem.models import Clock, Memory, make_memory, memory_from_mapping, syste
 from hotmem.profiles import DEFAULT_PROFILE, resolve_profile
 from hotmem.progress import ProgressCallback
 from hotmem.rows import MEMORY_COLUMNS, damaged, memory_from_row
-from hotmem.spaces import VectorSpace
+from hotmem.store_spaces import VectorSpaces
 from hotmem.vectors import DamagedRowError, VectorIndex
 
 if TYPE_CHECKING:
@@ -80,7 +79,7 @@ def _accelerated(accelerator: object) -> bool:
 _DEFAULT_PROFILE_SQL = "SELECT value FROM hotmem_meta WHERE key = 'default_profile'"
 
 
-class MemoryStore:
+class MemoryStore(VectorSpaces):
     """A HotMem store. Use :func:`open_store` to get one; it is a context manager."""
 
     def __init__(
@@ -377,10 +376,12 @@ class MemoryStore:
         """Make the built-in profile ``name`` (``hotmem.PROFILES``) the store's default.
 
         Raises:
-            ValidationError: no built-in profile has this name.
+            ValidationError: no built-in profile has this name, or the profile needs a vector
+                space the store does not have (the message says how to build it).
             StoreError: the store cannot be written.
         """
-        resolve_profile(name)  # refuses an unknown name
+        for space in resolve_profile(name).spaces:  # refuses an unknown name
+            self.space(space)
         with self._writing() as connection:
             connection.execute(
                 "INSERT OR REPLACE INTO hotmem_meta (key, value) VALUES ('default_profile', ?)",
@@ -421,155 +422,6 @@ class MemoryStore:
         from hotmem.snapshot.writer import write_snapshot
 
         return write_snapshot(self._connection, path, overwrite=overwrite, progress=progress)
-
-    # -- vector spaces -------------------------------------------------------------------------
-    @property
-    def spaces(self) -> tuple[VectorSpace, ...]:
-        """The store's vector spaces: ``hotmem-hash-v1`` first, then by name.
-
-        Raises:
-            StoreError: the store cannot be read.
-        """
-        with self.reading() as connection:
-            return spaces.read_spaces(connection)
-
-    def space(self, name: str) -> VectorSpace:
-        """The vector space ``name`` of the store.
-
-        Raises:
-            ValidationError: the store has no such space (the message says how to build it).
-            StoreError: the store cannot be read.
-        """
-        for found in self.spaces:
-            if found.name == name:
-                return found
-        raise ValidationError(
-            f"store {self._path!r} has no vector space {name!r} (it has "
-            f"{', '.join(s.name for s in self.spaces)}); build it with "
-            f"`hotmem reindex --space {name}` or store.add_space({name!r})"
-        )
-
-    def vector_counts(self) -> dict[str, int]:
-        """How many memories have a vector in each space, by space name.
-
-        Raises:
-            StoreError: the store cannot be read.
-        """
-        with self.reading() as connection:
-            return {
-                found.name: spaces.vector_count(connection, found.name)
-                for found in spaces.read_spaces(connection)
-            }
-
-    def _model_dir_of(self, model_dir: str | os.PathLike[str] | None) -> str | None:
-        return self._model_dir if model_dir is None else os.fspath(model_dir)
-
-    def add_space(
-        self,
-        model_id: str,
-        *,
-        model_dir: str | os.PathLike[str] | None = None,
-        progress: ProgressCallback | None = None,
-        batch_size: int = reindexing.REINDEX_BATCH,
-    ) -> VectorSpace:
-        """Register the vector space of the embedder ``model_id`` and build it (embed every
-        memory, :meth:`reindex`); a space already there is completed, not rebuilt.
-
-        Raises:
-            ValidationError: ``model_id`` is not a registered embedder, or is hotmem-hash-v1's.
-            MissingExtraError: the embedder needs an extra that is not installed.
-            EmbedderError: the model files are missing or fail their digest check.
-            StoreError: the store already has this space built by another model file
-                (rebuild it with :meth:`reindex`), or cannot be written.
-        """
-        directory = self._model_dir_of(model_dir)
-        if model_id == MODEL_NAME:
-            raise ValidationError(f"every store has the vector space {MODEL_NAME!r} already")
-        space = spaces.space_of(get_embedder(model_id, model_dir=directory))
-        with self._writing() as connection:
-            known = {found.name: found for found in spaces.read_spaces(connection)}
-            if known.get(model_id, space) != space:
-                reindexing.embedder_for(known[model_id], self._path, directory)  # raises
-            spaces.write_space(connection, space)
-        self.reindex(model_id, model_dir=directory, progress=progress, batch_size=batch_size)
-        return space
-
-    def reindex(
-        self,
-        space: str,
-        *,
-        rebuild: bool = False,
-        model_dir: str | os.PathLike[str] | None = None,
-        progress: ProgressCallback | None = None,
-        batch_size: int = reindexing.REINDEX_BATCH,
-    ) -> int:
-        """Embed the memories lacking a vector in ``space`` (every memory with ``rebuild``,
-        which also records the embedder's digest), one write transaction per ``batch_size``
-        memories; return how many vectors were written.
-
-        Resumable: a reindex interrupted between batches keeps what it wrote, and the next one
-        goes on from there. ``progress`` is called with (written, to write) after each batch.
-
-        Raises:
-            ValidationError: the store has no such space, it is hotmem-hash-v1 (whose vectors
-                are written with the memories), or ``batch_size`` is not a positive integer.
-            MissingExtraError: the embedder needs an extra that is not installed.
-            StoreError: without ``rebuild``, the space was built by another model file; or the
-                store cannot be written.
-        """
-        found = self.space(space)
-        if found.name == MODEL_NAME:
-            raise ValidationError(
-                f"the vectors of {MODEL_NAME!r} are written with their memories; "
-                "there is nothing to reindex"
-            )
-        directory = self._model_dir_of(model_dir)
-        if rebuild:
-            embedder = get_embedder(found.model_id, model_dir=directory)
-            found = spaces.space_of(embedder)
-        else:
-            embedder = reindexing.embedder_for(found, self._path, directory)
-        return reindexing.reindex(
-            self.reading,
-            self._writing,
-            found,
-            embedder,
-            store=self._path,
-            rebuild=rebuild,
-            batch_size=batch_size,
-            progress=progress,
-        )
-
-    def drop_space(self, name: str) -> None:
-        """Remove the vector space ``name`` and its vectors, in one transaction.
-
-        Raises:
-            ValidationError: the store has no such space, or it is hotmem-hash-v1.
-            StoreError: the store cannot be written.
-        """
-        self.space(name)
-        with self._writing() as connection:
-            spaces.delete_space(connection, name)
-
-    def space_matrix(self, name: str) -> SpaceMatrix:
-        """The vectors of the space ``name`` as a matrix in :meth:`vector_index` order, loaded
-        with the index and kept until the store changes (numpy: the space's extra).
-
-        Raises:
-            ValidationError: the store has no such space.
-            StoreError: a memory lacks a vector in it (not yet indexed), or a row is damaged.
-        """
-        from hotmem.space_scan import load_matrix  # numpy loads on first use
-
-        with self.reading() as connection:
-            index = self.vector_index()
-            cached = self._matrices.get(name)
-            if cached is not None and cached[0] is index:
-                return cached[1]
-            found = self.space(name)
-            matrix = load_matrix(connection, found, index, self._path)
-            self._matrices = {name: (index, matrix)}  # one space at a time: they are large
-            return matrix
 
     def rebuild_lexical_index(self) -> None:
         """Rebuild the word and CJK indexes from the facts, in one write transaction.

@@ -21,7 +21,8 @@ within ``d * 2**-24`` of the real one, 2.3e-5 for 384 values, and the float64 su
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,8 @@ from hotmem.vectors import VectorIndex
 __all__ = ["SpaceMatrix", "SpaceScan", "exact_cosines", "load_matrix", "scan"]
 
 Floats = npt.NDArray[np.float64]
+# Rows widened to float64 at a time: 3 MB, so the products stay in cache.
+_CHUNK = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,29 +97,52 @@ def load_matrix(
 
 
 def exact_cosines(rows: npt.NDArray[np.float32], query: Floats) -> Floats:
-    """The exact cosines of ``rows`` (float32 unit vectors) with ``query`` (float64)."""
-    values: Floats = (rows.astype(np.float64) * query).sum(axis=1)
+    """The exact cosines of ``rows`` (float32 unit vectors) with ``query`` (float64), a chunk
+    of ``_CHUNK`` rows at a time (each row's sum is its own: chunking changes no bit)."""
+    values: Floats = np.empty(len(rows), dtype=np.float64)
+    for start in range(0, len(rows), _CHUNK):
+        chunk = rows[start : start + _CHUNK]
+        values[start : start + len(chunk)] = (chunk.astype(np.float64) * query).sum(axis=1)
     return values
 
 
 @dataclass(frozen=True, slots=True)
 class SpaceScan(MatrixScan):
-    """``accelerator.MatrixScan`` over a space's matrix, with this module's exact cosine."""
+    """``accelerator.MatrixScan`` over a space's matrix, with this module's exact cosine.
+
+    Exact cosines are computed at most once a position (``known``), since the floor's hits are
+    scored again by fusion.
+    """
 
     rows: Any = None  # the matrix of the scan's scope
     query64: Any = None
+    known: dict[int, float] = field(default_factory=dict)
+
+    def _compute(self, positions: list[int]) -> None:
+        offsets = np.fromiter(positions, dtype=np.int64, count=len(positions)) - self.start
+        self.known.update(
+            zip(positions, exact_cosines(self.rows[offsets], self.query64).tolist(), strict=True)
+        )
 
     def cosine(self, position: int) -> float:
         """The exact cosine between the query and the vector at ``position``."""
-        offset = position - self.start
-        return float(exact_cosines(self.rows[offset : offset + 1], self.query64)[0])
+        if position not in self.known:
+            self._compute([position])
+        return self.known[position]
+
+    def cosines(self, positions: Sequence[int]) -> list[float]:
+        """The exact cosines of ``positions``, in order."""
+        known = self.known
+        missing = [p for p in positions if p not in known]
+        if missing:
+            self._compute(missing)
+        return [known[p] for p in positions]
 
     def at_least(self, floor: float) -> dict[int, float]:
         """Positions whose exact cosine is ``>= floor``, with their cosine."""
-        kept = np.flatnonzero(self.products >= floor - MARGIN)
-        values = exact_cosines(self.rows[kept], self.query64)
-        chosen = values >= floor
-        return dict(zip((kept[chosen] + self.start).tolist(), values[chosen].tolist(), strict=True))
+        kept = (np.flatnonzero(self.products >= floor - MARGIN) + self.start).tolist()
+        values = self.cosines(kept)
+        return {p: value for p, value in zip(kept, values, strict=True) if value >= floor}
 
 
 def scan(space_matrix: SpaceMatrix, query: bytes, positions: range) -> SpaceScan:

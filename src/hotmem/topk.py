@@ -136,6 +136,10 @@ class Search:
         """The cosine of position ``p`` (0.0 without a vector channel)."""
         return 0.0 if self.scan is None else self.scan.cosine(p)
 
+    def cosines(self, positions: Sequence[int]) -> list[float]:
+        """The cosines of ``positions``, in order (the values of :meth:`cosine`)."""
+        return [0.0] * len(positions) if self.scan is None else self.scan.cosines(positions)
+
     def floor_hits(self) -> dict[int, float]:
         """Positions whose cosine reaches the floor, with their cosine."""
         if self.scan is None or self.rule.floor is None:
@@ -146,8 +150,7 @@ class Search:
         """Score the candidates among ``positions``, whose exact raw BM25 are in ``raws`` (the
         largest value of ``raws`` is ``best``), and rank them as fusion defines."""
         cosines = {}
-        for p in positions:
-            value = self.cosine(p)
+        for p, value in zip(positions, self.cosines(positions), strict=True):
             if self.rule.admits(value, p in raws):
                 cosines[p] = value
         scored = score_candidates(cosines, raws, self.importances, weights=self.rule.weights)
@@ -311,8 +314,7 @@ def _resolve(
         raws.update(in_scope(matched, search.position, search.scope))
         if not scored:
             best = max(raws.values(), default=0.0)
-        for p in batch:
-            value = search.cosine(p)
+        for p, value in zip(batch, search.cosines(batch), strict=True):
             raw = raws.get(p)
             if rule.admits(value, raw is not None):
                 # The expression of fusion.score_candidates, so the same bits.

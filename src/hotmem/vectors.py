@@ -220,6 +220,10 @@ class CosineScan(Protocol):
         """The exact cosine of the vector at ``position`` (inside the scope)."""
         ...
 
+    def cosines(self, positions: Sequence[int]) -> list[float]:
+        """The exact cosines of ``positions``, in order (those of ``cosine``, bit for bit)."""
+        ...
+
     def approximations(self, positions: Sequence[int]) -> list[float]:
         """The cosines of ``positions``, each within ``margin`` of the exact one."""
         ...
@@ -260,6 +264,10 @@ class Scan:
 
     def approximations(self, positions: Sequence[int]) -> list[float]:
         """The exact cosines (this scan has nothing less exact)."""
+        return [self.cosine(p) for p in positions]
+
+    def cosines(self, positions: Sequence[int]) -> list[float]:
+        """The exact cosines of ``positions``, in order."""
         return [self.cosine(p) for p in positions]
 
     def top_bases(

@@ -185,3 +185,21 @@ def test_a_space_of_another_model_file_is_refused_until_rebuilt(
         assert store.spaces == (HASH, semantic)
         store.add("Another fact.", identifier="acme-finance")
         assert store.vector_counts()[SEMANTIC_MODEL] == 3
+
+
+def test_the_default_profile_and_its_spaces(tmp_path: Path) -> None:
+    with hotmem.open_store(tmp_path / "s.db") as store:
+        store.add_many(_memories())
+        with pytest.raises(hotmem.ValidationError, match=r"hotmem reindex --space all-minilm"):
+            store.set_default_profile("semantic")
+        assert store.default_profile == "default"
+        store.add_space(SEMANTIC_MODEL)
+        store.set_default_profile("semantic")
+        assert hotmem.PROFILES[store.default_profile].spaces == (SEMANTIC_MODEL,)
+        [hit] = hotmem.search_memories(store, "When is the Norwegian branch shut?")
+        assert hit.memory_id == "m-04"
+        with pytest.raises(hotmem.ValidationError, match=r"default profile 'semantic' searches"):
+            store.drop_space(SEMANTIC_MODEL)
+        store.set_default_profile("default")
+        store.drop_space(SEMANTIC_MODEL)
+        assert store.spaces == (HASH,)

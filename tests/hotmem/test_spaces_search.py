@@ -160,6 +160,7 @@ def test_the_bounded_top_k_over_a_space_is_exhaustive_scoring(
     # Every exact cosine is the same bits one by one and among all of them.
     together = scan.at_least(-1.0)
     assert together == {p: scan.cosine(p) for p in scope}
+    assert scan.cosines(list(scope)[::-1]) == [together[p] for p in list(scope)[::-1]]
 
 
 def test_a_missing_space_says_how_to_build_it(tmp_path: Path) -> None:

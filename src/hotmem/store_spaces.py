@@ -1,0 +1,205 @@
+"""The vector-space methods of the store (``MemoryStore`` inherits them; ``db.py``).
+
+A store keeps one or more vector spaces (``spaces.py``); these methods list, add, reindex and
+drop them, and load a space's vectors for search (``space_scan.py``). Each runs in the store's
+transactions: one read transaction per read, one write transaction per write (per batch for a
+reindex, ``reindex.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+from hotmem import reindex as reindexing
+from hotmem import spaces
+from hotmem.embed import MODEL_NAME
+from hotmem.embedders import get_embedder
+from hotmem.errors import ValidationError
+from hotmem.profiles import resolve_profile
+from hotmem.progress import ProgressCallback
+from hotmem.spaces import VectorSpace
+from hotmem.vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from hotmem.space_scan import SpaceMatrix
+
+__all__ = ["VectorSpaces"]
+
+
+class VectorSpaces:
+    """The vector spaces of a store (mixed into ``MemoryStore``, which provides the rest)."""
+
+    _path: str
+    _model_dir: str | None
+    _matrices: dict[str, tuple[VectorIndex, SpaceMatrix]]
+
+    if TYPE_CHECKING:  # provided by MemoryStore
+
+        def reading(self) -> AbstractContextManager[sqlite3.Connection]: ...
+
+        def _writing(self) -> AbstractContextManager[sqlite3.Connection]: ...
+
+        def vector_index(self) -> VectorIndex: ...
+
+        @property
+        def default_profile(self) -> str: ...
+
+    @property
+    def spaces(self) -> tuple[VectorSpace, ...]:
+        """The store's vector spaces: ``hotmem-hash-v1`` first, then by name.
+
+        Raises:
+            StoreError: the store cannot be read.
+        """
+        with self.reading() as connection:
+            return spaces.read_spaces(connection)
+
+    def space(self, name: str) -> VectorSpace:
+        """The vector space ``name`` of the store.
+
+        Raises:
+            ValidationError: the store has no such space (the message says how to build it).
+            StoreError: the store cannot be read.
+        """
+        for found in self.spaces:
+            if found.name == name:
+                return found
+        raise ValidationError(
+            f"store {self._path!r} has no vector space {name!r} (it has "
+            f"{', '.join(s.name for s in self.spaces)}); build it with "
+            f"`hotmem reindex --space {name}` or store.add_space({name!r})"
+        )
+
+    def vector_counts(self) -> dict[str, int]:
+        """How many memories have a vector in each space, by space name.
+
+        Raises:
+            StoreError: the store cannot be read.
+        """
+        with self.reading() as connection:
+            return {
+                found.name: spaces.vector_count(connection, found.name)
+                for found in spaces.read_spaces(connection)
+            }
+
+    def _model_dir_of(self, model_dir: str | os.PathLike[str] | None) -> str | None:
+        return self._model_dir if model_dir is None else os.fspath(model_dir)
+
+    def add_space(
+        self,
+        model_id: str,
+        *,
+        model_dir: str | os.PathLike[str] | None = None,
+        progress: ProgressCallback | None = None,
+        batch_size: int = reindexing.REINDEX_BATCH,
+    ) -> VectorSpace:
+        """Register the vector space of the embedder ``model_id`` and build it (embed every
+        memory, :meth:`reindex`); a space already there is completed, not rebuilt.
+
+        Raises:
+            ValidationError: ``model_id`` is not a registered embedder, or is hotmem-hash-v1's.
+            MissingExtraError: the embedder needs an extra that is not installed.
+            EmbedderError: the model files are missing or fail their digest check.
+            StoreError: the store already has this space built by another model file
+                (rebuild it with :meth:`reindex`), or cannot be written.
+        """
+        directory = self._model_dir_of(model_dir)
+        if model_id == MODEL_NAME:
+            raise ValidationError(f"every store has the vector space {MODEL_NAME!r} already")
+        space = spaces.space_of(get_embedder(model_id, model_dir=directory))
+        with self._writing() as connection:
+            known = {found.name: found for found in spaces.read_spaces(connection)}
+            if known.get(model_id, space) != space:
+                reindexing.embedder_for(known[model_id], self._path, directory)  # raises
+            spaces.write_space(connection, space)
+        self.reindex(model_id, model_dir=directory, progress=progress, batch_size=batch_size)
+        return space
+
+    def reindex(
+        self,
+        space: str,
+        *,
+        rebuild: bool = False,
+        model_dir: str | os.PathLike[str] | None = None,
+        progress: ProgressCallback | None = None,
+        batch_size: int = reindexing.REINDEX_BATCH,
+    ) -> int:
+        """Embed the memories lacking a vector in ``space`` (every memory with ``rebuild``,
+        which also records the embedder's digest), one write transaction per ``batch_size``
+        memories; return how many vectors were written.
+
+        Resumable: a reindex interrupted between batches keeps what it wrote, and the next one
+        goes on from there. ``progress`` is called with (written, to write) after each batch.
+
+        Raises:
+            ValidationError: the store has no such space, it is hotmem-hash-v1 (whose vectors
+                are written with the memories), or ``batch_size`` is not a positive integer.
+            MissingExtraError: the embedder needs an extra that is not installed.
+            StoreError: without ``rebuild``, the space was built by another model file; or the
+                store cannot be written.
+        """
+        found = self.space(space)
+        if found.name == MODEL_NAME:
+            raise ValidationError(
+                f"the vectors of {MODEL_NAME!r} are written with their memories; "
+                "there is nothing to reindex"
+            )
+        directory = self._model_dir_of(model_dir)
+        if rebuild:
+            embedder = get_embedder(found.model_id, model_dir=directory)
+            found = spaces.space_of(embedder)
+        else:
+            embedder = reindexing.embedder_for(found, self._path, directory)
+        return reindexing.reindex(
+            self.reading,
+            self._writing,
+            found,
+            embedder,
+            store=self._path,
+            rebuild=rebuild,
+            batch_size=batch_size,
+            progress=progress,
+        )
+
+    def drop_space(self, name: str) -> None:
+        """Remove the vector space ``name`` and its vectors, in one transaction.
+
+        Raises:
+            ValidationError: the store has no such space, it is hotmem-hash-v1, or the store's
+                default profile searches it.
+            StoreError: the store cannot be written.
+        """
+        self.space(name)
+        if name == MODEL_NAME:
+            raise ValidationError(f"the vector space {MODEL_NAME!r} cannot be dropped")
+        default = self.default_profile
+        if name in resolve_profile(default).spaces:
+            raise ValidationError(
+                f"the store's default profile {default!r} searches the vector space {name!r}; "
+                "make another profile the default first (store.set_default_profile('default'))"
+            )
+        with self._writing() as connection:
+            spaces.delete_space(connection, name)
+
+    def space_matrix(self, name: str) -> SpaceMatrix:
+        """The vectors of the space ``name`` as a matrix in :meth:`vector_index` order, loaded
+        with the index and kept until the store changes (numpy: the space's extra).
+
+        Raises:
+            ValidationError: the store has no such space.
+            StoreError: a memory lacks a vector in it (not yet indexed), or a row is damaged.
+        """
+        from hotmem.space_scan import load_matrix  # numpy loads on first use
+
+        with self.reading() as connection:
+            index = self.vector_index()
+            cached = self._matrices.get(name)
+            if cached is not None and cached[0] is index:
+                return cached[1]
+            found = self.space(name)
+            matrix = load_matrix(connection, found, index, self._path)
+            self._matrices = {name: (index, matrix)}  # one space at a time: they are large
+            return matrix
