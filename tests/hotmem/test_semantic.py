@@ -30,7 +30,7 @@ import pytest
 
 import hotmem
 from hotmem.semantic import onnx_embedder, sources
-from hotmem.semantic.onnx_embedder import MAX_TOKENS, TOKEN_BUDGET, OnnxEmbedder, usable_embedder
+from hotmem.semantic.onnx_embedder import MAX_TOKENS, TOKEN_BUDGET, OnnxEmbedder, load_embedder
 
 GOLDEN = Path(__file__).with_name("semantic_golden.json")
 GOLDEN_TOLERANCE = 1e-5
@@ -154,7 +154,7 @@ def test_long_texts_are_truncated_to_256_tokens(embedder: OnnxEmbedder) -> None:
 
 def test_a_fresh_session_gives_the_same_bytes(embedder: OnnxEmbedder, tmp_path: Path) -> None:
     model_dir = copy_model(tmp_path)
-    fresh = usable_embedder("all-minilm-l6-v2", model_dir)
+    fresh = load_embedder("all-minilm-l6-v2", model_dir)
     assert fresh.embed_many(TEXTS) == embedder.embed_many(TEXTS)
 
 
@@ -242,7 +242,7 @@ def test_files_the_embedder_cannot_run_are_embedder_errors(
     if tokenizer is not None:
         (model_dir / "tokenizer.json").write_text(tokenizer, encoding="utf-8")
     with pytest.raises(hotmem.EmbedderError) as raised:
-        usable_embedder("all-minilm-l6-v2", model_dir)
+        load_embedder("all-minilm-l6-v2", model_dir)
     assert str(raised.value).startswith(message.format(dir=model_dir))
 
 

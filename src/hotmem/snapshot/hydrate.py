@@ -38,10 +38,11 @@ from hotmem.snapshot._files import (
     remove_leftovers,
     sync_directory,
 )
-from hotmem.snapshot.reader import EmbedMany, PackageReader
+from hotmem.snapshot.reader import PackageReader
 from hotmem.snapshot.records import Column
 from hotmem.snapshot.report import Chunk, VerificationReport
 from hotmem.snapshot.space_plan import SpaceChoice, plan_spaces
+from hotmem.snapshot.vector_checks import EmbedMany
 
 __all__ = ["HydrationReport", "hydrate"]
 

@@ -7,14 +7,19 @@ the members comes back as a :class:`~hotmem.snapshot.manifest.Manifest`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from hotmem.embed import DIMENSION, MODEL_NAME, VECTOR_BYTES
 from hotmem.snapshot import format as fmt
 from hotmem.snapshot.format import SnapshotProblem
 from hotmem.snapshot.manifest import Manifest, MemberMeta, SpaceMeta
+from hotmem.snapshot.records import reject_constant
 
-__all__ = ["check_manifest"]
+__all__ = ["MANIFEST_VALUES", "check_manifest", "parse_manifest"]
+
+#: A manifest lists at most 65,534 data members, each with 3 commas and one brace of its own.
+MANIFEST_VALUES = 5 * fmt.MAX_MEMBERS + 64
 
 _KEYS = frozenset(
     {"content_digest", "embedding", "format", "format_version", "fts", "members", "record_count"}
@@ -39,6 +44,31 @@ def _is_sha256(value: object) -> bool:
 def _fields_found(missing: list[str], unknown: list[str]) -> str:
     labelled = (("missing", missing), ("unknown", unknown))
     return "; ".join(f"{label} {', '.join(keys)}" for label, keys in labelled if keys)
+
+
+def parse_manifest(data: bytes) -> tuple[Manifest | None, list[SnapshotProblem]]:
+    """Parse and check the manifest's bytes, within a bound on what parsing builds."""
+    values = data.count(b",") + data.count(b"[") + data.count(b"{")
+    if values > MANIFEST_VALUES:  # parsing would build up to that many objects
+        expected = f"at most {MANIFEST_VALUES} commas, brackets and braces"
+        return None, [SnapshotProblem(fmt.MANIFEST_NAME, "limit", expected, f"{values}")]
+    try:
+        value = json.loads(data.decode("utf-8"), parse_constant=reject_constant)
+    except RecursionError:
+        found = "arrays or objects nested too deeply to parse"
+        return None, [
+            SnapshotProblem(fmt.MANIFEST_NAME, "manifest", "a JSON object in UTF-8", found)
+        ]
+    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
+        problem = SnapshotProblem(fmt.MANIFEST_NAME, "manifest", "a JSON object in UTF-8", str(exc))
+        return None, [problem]
+    try:
+        return check_manifest(value)
+    except RecursionError:  # nesting json.loads could parse but repr() cannot show
+        found = "values nested too deeply to show"
+        return None, [
+            SnapshotProblem(fmt.MANIFEST_NAME, "manifest", "the manifest's fields", found)
+        ]
 
 
 def check_manifest(value: object) -> tuple[Manifest | None, list[SnapshotProblem]]:

@@ -15,10 +15,9 @@ dimension. Every problem is reported, with what was expected and what was found.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from types import TracebackType
 
 from hotmem.errors import SnapshotError
@@ -28,21 +27,23 @@ from hotmem.snapshot.container import MemberStream, load_member, read_directory
 from hotmem.snapshot.decoding import ChunkRecords, Keep, RecordsDecoder
 from hotmem.snapshot.format import CentralEntry, SnapshotProblem
 from hotmem.snapshot.manifest import Manifest, MemberMeta, content_digest
-from hotmem.snapshot.manifest_check import check_manifest
-from hotmem.snapshot.records import Column, reject_constant
+from hotmem.snapshot.manifest_check import parse_manifest
+from hotmem.snapshot.records import Column
 from hotmem.snapshot.report import Chunk, VerificationReport
-from hotmem.snapshot.vector_checks import all_finite, first_non_finite, mismatches
+from hotmem.snapshot.vector_checks import (
+    EmbedMany,
+    FiniteScan,
+    all_finite,
+    first_non_finite,
+    recomputed_problems,
+)
 
-__all__ = ["EmbedMany", "PackageReader"]
+__all__ = ["PackageReader"]
 
 MAX_PROBLEMS = 1000
-# A manifest lists at most 65,534 data members, each with 3 commas and one brace of its own.
-_MANIFEST_VALUES = 5 * fmt.MAX_MEMBERS + 64
 _NAMES_EXPECTED = (
     "manifest.json, records/NNNNNN.jsonl, vectors/NNNNNN.f32 or spaces/<space>/NNNNNN.f32"
 )
-#: Embeds a chunk's facts into one space: one packed vector a fact, in order.
-EmbedMany = Callable[[Sequence[str]], list[bytes]]
 
 
 class PackageReader:
@@ -153,27 +154,7 @@ class PackageReader:
         self._extend(loaded.problems)
         if loaded.data is None:
             return None
-        data = loaded.data
-        values = data.count(b",") + data.count(b"[") + data.count(b"{")
-        if values > _MANIFEST_VALUES:  # parsing would build up to that many objects
-            expected = f"at most {_MANIFEST_VALUES} commas, brackets and braces"
-            self._add(fmt.MANIFEST_NAME, "limit", expected, f"{values}")
-            return None
-        try:
-            value = json.loads(data.decode("utf-8"), parse_constant=reject_constant)
-        except RecursionError:
-            found = "arrays or objects nested too deeply to parse"
-            self._add(fmt.MANIFEST_NAME, "manifest", "a JSON object in UTF-8", found)
-            return None
-        except ValueError as exc:  # UnicodeDecodeError is a ValueError too
-            self._add(fmt.MANIFEST_NAME, "manifest", "a JSON object in UTF-8", str(exc))
-            return None
-        try:
-            manifest, problems = check_manifest(value)
-        except RecursionError:  # nesting json.loads could parse but repr() cannot show
-            found = "values nested too deeply to show"
-            self._add(fmt.MANIFEST_NAME, "manifest", "the manifest's fields", found)
-            return None
+        manifest, problems = parse_manifest(loaded.data)
         self._extend(problems)
         return manifest
 
@@ -292,19 +273,9 @@ class PackageReader:
         if entry is None:  # already reported missing
             return b""
         stream = MemberStream(self._file, entry, limit)
-        kept: list[bytes] = []
-        tail, read, bad = b"", 0, ""
+        scan = FiniteScan(width, keep=keep)
         for block in stream:
-            if keep:
-                kept.append(block)
-            aligned = tail + block
-            cut = len(aligned) - len(aligned) % 4
-            if not bad and not all_finite(aligned[:cut]):
-                found = first_non_finite(aligned[:cut], 4)  # "x in vector n" of floats
-                value, number = found.split(" in vector ")
-                bad = f"{value} in vector {(read // 4 + int(number) - 1) // (width // 4) + 1}"
-            read += cut
-            tail = aligned[cut:]
+            scan.feed(block)
         self._extend(stream.problems)
         if not stream.complete or stream.sha256 is None:
             return b""
@@ -320,9 +291,9 @@ class PackageReader:
                     f"{expected} bytes for the {records} records of the chunk",
                     found,
                 )
-            elif bad:
-                self._add(meta.name, "vector", "finite float32 values", bad)
-        return b"".join(kept)
+            elif scan.bad:
+                self._add(meta.name, "vector", "finite float32 values", scan.bad)
+        return scan.kept()
 
     def _matched(self, meta: MemberMeta, size: int, sha256: str, digests: dict[str, str]) -> None:
         """Match a member read whole to its size and SHA-256 in the manifest."""
@@ -424,18 +395,6 @@ class PackageReader:
         to leave it. Hash vectors must match bit for bit, a model's within
         ``vector_checks.MODEL_COSINE``.
         """
-        manifest = self._declared
-        if manifest is None:
-            return
         carried = (chunk.vectors, *chunk.spaces)
-        for position, (embedder, found) in enumerate(zip(embedders, carried, strict=True)):
-            if embedder is None:
-                continue
-            model_id, embed_many = embedder
-            expected = b"".join(embed_many(facts))
-            width = len(expected) // max(1, len(facts))
-            for index in mismatches(expected, found, width, exact=position == 0):
-                found_text = f"another vector for memory_id={memory_ids[index]!r}"
-                self._add(
-                    f"{chunk.name}:{index + 1}", "vector", f"the {model_id} vector", found_text
-                )
+        for problem in recomputed_problems(chunk.name, memory_ids, facts, embedders, carried):
+            self._add(*problem)

@@ -12,8 +12,20 @@ from __future__ import annotations
 import math
 import sys
 from array import array
+from collections.abc import Callable, Sequence
 
-__all__ = ["MODEL_COSINE", "all_finite", "first_non_finite", "mismatches"]
+__all__ = [
+    "MODEL_COSINE",
+    "EmbedMany",
+    "FiniteScan",
+    "all_finite",
+    "first_non_finite",
+    "mismatches",
+    "recomputed_problems",
+]
+
+#: Embeds a chunk's facts into one space: one packed vector a fact, in order.
+EmbedMany = Callable[[Sequence[str]], list[bytes]]
 
 #: The least cosine between a carried model vector and the one this HotMem computes.
 MODEL_COSINE = 0.999
@@ -75,3 +87,64 @@ def mismatches(expected: bytes, found: bytes, width: int, *, exact: bool) -> lis
         if _cosine(_floats(expected[window]), _floats(found[window])) < MODEL_COSINE:
             far.append(position)
     return far
+
+
+class FiniteScan:
+    """Checks a vectors member for NaN and infinity as its blocks stream in (cut anywhere).
+
+    ``bad`` names the first non-finite value and the (1-based) vector of ``width`` bytes that
+    holds it, or is empty; ``kept()`` is the member's bytes when ``keep``, else ``b""``.
+    """
+
+    __slots__ = ("_blocks", "_keep", "_read", "_tail", "_width", "bad")
+
+    def __init__(self, width: int, *, keep: bool) -> None:
+        self._width, self._keep = width, keep
+        self._blocks: list[bytes] = []
+        self._tail, self._read, self.bad = b"", 0, ""
+
+    def feed(self, block: bytes) -> None:
+        """Take the next bytes of the member."""
+        if self._keep:
+            self._blocks.append(block)
+        aligned = self._tail + block
+        cut = len(aligned) - len(aligned) % 4
+        if not self.bad and not all_finite(aligned[:cut]):
+            value, number = first_non_finite(aligned[:cut], 4).split(" in vector ")
+            position = self._read // 4 + int(number) - 1  # of the value, 0-based
+            self.bad = f"{value} in vector {position // (self._width // 4) + 1}"
+        self._read += cut
+        self._tail = aligned[cut:]
+
+    def kept(self) -> bytes:
+        """The member's bytes (``b""`` unless ``keep``)."""
+        return b"".join(self._blocks)
+
+
+def recomputed_problems(
+    chunk: str,
+    memory_ids: Sequence[str],
+    facts: Sequence[str],
+    embedders: Sequence[tuple[str, EmbedMany] | None],
+    carried: Sequence[bytes],
+) -> list[tuple[str, str, str, str]]:
+    """``(location, check, expected, found)`` for each vector of a chunk that is not its fact's
+    embedding.
+
+    ``embedders`` and ``carried`` hold, for ``hotmem-hash-v1`` and then each further space in
+    order, ``(model id, embed_many)`` (``None``: leave that space) and the chunk's vectors.
+    Hash vectors must match bit for bit, a model's within ``MODEL_COSINE``.
+    """
+    problems = []
+    for position, (embedder, found) in enumerate(zip(embedders, carried, strict=True)):
+        if embedder is None:
+            continue
+        model_id, embed_many = embedder
+        expected = b"".join(embed_many(facts))
+        width = len(expected) // max(1, len(facts))
+        for index in mismatches(expected, found, width, exact=position == 0):
+            found_text = f"another vector for memory_id={memory_ids[index]!r}"
+            problems.append(
+                (f"{chunk}:{index + 1}", "vector", f"the {model_id} vector", found_text)
+            )
+    return problems

@@ -14,10 +14,11 @@ from hotmem.embed import MODEL_NAME, embed_bytes
 from hotmem.errors import SnapshotError
 from hotmem.progress import ProgressCallback
 from hotmem.snapshot._files import gc_paused
-from hotmem.snapshot.reader import EmbedMany, PackageReader
+from hotmem.snapshot.reader import PackageReader
 from hotmem.snapshot.records import Column
 from hotmem.snapshot.report import VerificationReport
 from hotmem.snapshot.space_plan import usable_embedder
+from hotmem.snapshot.vector_checks import EmbedMany
 
 __all__ = ["verify_snapshot"]
 
