@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, get_args
 
-from hotmem import inserts, lexical_index, schema, sqlerrors, storage
+from hotmem import inserts, lexical_index, schema, spaces, sqlerrors, storage
 from hotmem import reindex as reindexing
 from hotmem.embedders import install_hint
 from hotmem.errors import MemoryNotFoundError, MissingExtraError, ValidationError
@@ -436,13 +436,15 @@ class MemoryStore(VectorSpaces):
             lexical_index.rebuild(connection)
 
     def check_integrity(self) -> tuple[str, ...]:
-        """What is wrong with the store's file and its lexical indexes; empty when sound.
+        """What is wrong with the store's file, its lexical indexes and its vector spaces' vectors;
+        empty when sound.
 
         Runs SQLite's ``PRAGMA integrity_check``, FTS5's ``integrity-check`` of both lexical
         indexes (with content comparison for the word index, which also finds a memory
-        missing from it or indexed with other text), and compares the CJK gram index with the
-        grams of every fact. (FTS5's check is a write statement: it waits for other writers
-        like a write does.)
+        missing from it or indexed with other text), compares the CJK gram index with the
+        grams of every fact, and looks for vectors of no space, of no memory or of the wrong
+        size (``spaces.problems``). (FTS5's check is a write statement: it waits for other
+        writers like a write does.)
 
         Raises:
             StoreError: the check itself cannot run (the store is locked or read-only).
@@ -467,7 +469,9 @@ class MemoryStore(VectorSpaces):
                         exc, self._path, "check", self._busy_timeout
                     ) from None
                 problems += (f"{label}{exc}",)
-        return problems + lexical_index.differences(self._connection)
+        with self.reading() as connection:
+            vectors = spaces.problems(connection)
+        return problems + lexical_index.differences(self._connection) + vectors
 
     def vector_index(self) -> VectorIndex:
         """The in-memory vector index, reloaded when this or another connection wrote.

@@ -29,7 +29,7 @@ __all__ = [
     "VectorSpace",
     "delete_space",
     "insert_vectors",
-    "missing_rowids",
+    "problems",
     "read_spaces",
     "space_of",
     "space_vectors",
@@ -167,11 +167,29 @@ def vector_count(connection: sqlite3.Connection, name: str) -> int:
     return int(connection.execute(sql, (name,)).fetchone()[0])
 
 
-def missing_rowids(connection: sqlite3.Connection, name: str, *, limit: int) -> list[int]:
-    """Up to ``limit`` rowids (ascending) of memories lacking a vector in the space ``name``."""
-    rows = connection.execute(
-        "SELECT rowid FROM memories AS m WHERE NOT EXISTS (SELECT 1 FROM space_vectors AS v "
-        "WHERE v.space = ? AND v.memory_rowid = m.rowid) ORDER BY rowid LIMIT ?",
-        (name, limit),
+def problems(connection: sqlite3.Connection) -> tuple[str, ...]:
+    """What is wrong with the stored vectors of the spaces: vectors of no recorded space, of
+    no memory, or of the wrong size (a memory without a vector is not yet indexed: no problem).
+    """
+    found = []
+    checks = (
+        (
+            "SELECT space, count(*) FROM space_vectors WHERE space NOT IN "
+            "(SELECT name FROM vector_spaces) GROUP BY space ORDER BY space",
+            "vector space {0!r}: {1} vectors of a space the store does not record",
+        ),
+        (
+            "SELECT space, count(*) FROM space_vectors WHERE memory_rowid NOT IN "
+            "(SELECT rowid FROM memories) GROUP BY space ORDER BY space",
+            "vector space {0!r}: {1} vectors of no memory",
+        ),
+        (
+            "SELECT v.space, count(*) FROM space_vectors AS v JOIN vector_spaces AS s "
+            "ON s.name = v.space WHERE typeof(v.vector) != 'blob' OR "
+            "length(v.vector) != 4 * s.dimension GROUP BY v.space ORDER BY v.space",
+            "vector space {0!r}: {1} vectors not of its dimension",
+        ),
     )
-    return [int(rowid) for (rowid,) in rows]
+    for sql, message in checks:
+        found += [message.format(*row) for row in connection.execute(sql)]
+    return tuple(found)

@@ -203,3 +203,24 @@ def test_the_default_profile_and_its_spaces(tmp_path: Path) -> None:
         store.set_default_profile("default")
         store.drop_space(SEMANTIC_MODEL)
         assert store.spaces == (HASH,)
+
+
+def test_check_integrity_reports_stray_and_malformed_vectors(tmp_path: Path) -> None:
+    with hotmem.open_store(tmp_path / "s.db") as store:
+        store.add_many(_memories(2))
+        store.add_space(SEMANTIC_MODEL)
+        assert store.check_integrity() == ()
+        connection = store.connection
+        connection.execute("INSERT INTO space_vectors VALUES ('gone', 1, x'00')")
+        connection.execute(
+            "INSERT INTO space_vectors VALUES (?, 99, zeroblob(1536))", (SEMANTIC_MODEL,)
+        )
+        connection.execute(
+            "UPDATE space_vectors SET vector = x'0000' WHERE space = ? AND memory_rowid = 1",
+            (SEMANTIC_MODEL,),
+        )
+        assert store.check_integrity() == (
+            "vector space 'gone': 1 vectors of a space the store does not record",
+            f"vector space {SEMANTIC_MODEL!r}: 1 vectors of no memory",
+            f"vector space {SEMANTIC_MODEL!r}: 1 vectors not of its dimension",
+        )
