@@ -117,6 +117,7 @@ def test_round_trip_carries_the_vectors(package: Path, tmp_path: Path) -> None:
     ):
         assert copy.spaces == source.spaces
         assert copy.vector_counts() == {"hotmem-hash-v1": 5, MODEL: 5}
+        assert copy.check_integrity() == ()
         queries = ("invoice approvals", "What time do backups run?", "café opening hours")
         for query in queries:
             for profile in ("semantic", "semantic-only"):
