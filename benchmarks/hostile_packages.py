@@ -28,7 +28,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from hotmem.snapshot import format as fmt  # noqa: E402
-from tests.hotmem.packages import build_package, manifest_text, record_line  # noqa: E402
+from tests.hotmem.packages import (  # noqa: E402
+    MANIFEST,
+    Member,
+    Space,
+    build_package,
+    honest_space_manifest,
+    manifest_text,
+    record_line,
+    write_zip,
+)
 
 MIB = 2**20
 VECTOR = bytes(256)  # a finite (zero) float32 vector of the 64-dimension embedder
@@ -47,14 +56,14 @@ def first(report):
     problem = report.problems[0]
     return f"{len(report.problems)} problem(s), first {problem.location} {problem.check}"
 
-operation, package, target = sys.argv[1:4]
+operation, package, target, drop = sys.argv[1:5]
 start = time.perf_counter()
 try:
     if operation == "verify":
         report = hotmem.verify_snapshot(package)
         outcome = "ok" if report.ok else first(report)
     else:
-        hotmem.hydrate(package, target)
+        hotmem.hydrate(package, target, drop_spaces=json.loads(drop))
         outcome = "hydrated"
 except hotmem.VerificationError as exc:
     outcome = f"VerificationError: {first(exc.report)}"
@@ -153,6 +162,42 @@ def valid_small(path: Path) -> None:
     build_package(path, [(lines, VECTOR * fmt.CHUNK_RECORDS)])
 
 
+def _space_package(path: Path, records: int, spaces: list[Space]) -> None:
+    """One chunk of ``records`` records and these spaces, every space member deflated."""
+    lines = b"".join(record_line(f"m-{i:05d}", f"Fact {i}.") for i in range(records))
+    chunks = [(lines, VECTOR * records)]
+    members = [Member(MANIFEST, manifest_text(honest_space_manifest(chunks, spaces)))]
+    members += [Member("records/000000.jsonl", lines), Member("vectors/000000.f32", chunks[0][1])]
+    members += [
+        Member(fmt.space_member_name(space.name, 0), space.vectors[0], method=fmt.DEFLATED)
+        for space in spaces
+    ]
+    write_zip(path, members)
+
+
+def space_bomb(path: Path) -> None:
+    """A further space's member of 64 MiB of zeros for one 4-value vector, deflated to 64 KB."""
+    _space_package(path, 1, [Space("bomb-v1", "ab" * 32, 4, [bytes(fmt.MAX_MEMBER_BYTES)])])
+
+
+def valid_wide_spaces(path: Path) -> None:
+    """A valid package: 256 records and 16 spaces of 65,536 dimensions, 64 MiB a member (1 GiB
+    of vectors, deflated to 1 MB); hydrated with every space dropped (nobody has the model)."""
+    width = fmt.MAX_DIMENSION * 4
+    records = fmt.MAX_MEMBER_BYTES // width
+    spaces = [
+        Space(f"wide-{i:02d}", "ab" * 32, fmt.MAX_DIMENSION, [bytes(records * width)])
+        for i in range(fmt.MAX_SPACES)
+    ]
+    _space_package(path, records, spaces)
+
+
+#: Further spaces hydration is told to drop, per case.
+DROPS = {
+    "space-bomb": ["bomb-v1"],
+    "valid-wide-spaces": [f"wide-{i:02d}" for i in range(fmt.MAX_SPACES)],
+}
+
 CASES: dict[str, Callable[[Path], None]] = {
     "braces-lines": braces_lines,
     "one-line-objects": one_line_objects,
@@ -167,17 +212,21 @@ CASES: dict[str, Callable[[Path], None]] = {
     "valid-max-lines": valid_max_lines,
     "valid-huge-fact": valid_huge_fact,
     "valid-small": valid_small,
+    "space-bomb": space_bomb,
+    "valid-wide-spaces": valid_wide_spaces,
 }
 
 
-def run_child(operation: str, package: Path, target: Path, cap_mib: int, timeout: float) -> dict:
+def run_child(
+    operation: str, package: Path, target: Path, cap_mib: int, timeout: float, drop: list[str]
+) -> dict:
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap_mib * MIB, cap_mib * MIB))
 
     target.unlink(missing_ok=True)
     try:
         completed = subprocess.run(
-            [sys.executable, "-c", CHILD, operation, str(package), str(target)],
+            [sys.executable, "-c", CHILD, operation, str(package), str(target), json.dumps(drop)],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -214,8 +263,9 @@ def main() -> None:
             package = Path(work) / f"{name}.zip"
             CASES[name](package)
             size = package.stat().st_size
-            verify = run_child("verify", package, Path(work) / "t.db", args.cap_mib, args.timeout)
-            hydrate = run_child("hydrate", package, Path(work) / "t.db", args.cap_mib, args.timeout)
+            target, drop = Path(work) / "t.db", DROPS.get(name, [])
+            verify = run_child("verify", package, target, args.cap_mib, args.timeout, drop)
+            hydrate = run_child("hydrate", package, target, args.cap_mib, args.timeout, drop)
             print(f"| {name} | {size:,} | {_cell(verify)} | {_cell(hydrate)} |", flush=True)
             package.unlink()
     print(f"\nEach operation in a fresh process capped at {args.cap_mib} MiB of address space.")

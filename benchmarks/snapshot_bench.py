@@ -1,6 +1,7 @@
 """Snapshot v2 speed benchmark: snapshot, verify and hydrate at 10k and 100k memories.
 
-Run: ``uv run python benchmarks/snapshot_bench.py [--sizes 10000 100000] [--repeats 3]``
+Run: ``uv run python benchmarks/snapshot_bench.py [--sizes 10000 100000] [--repeats 3]
+[--semantic]``
 
 For each size a source store is filled with ``synthetic_memories``, each given a distinct
 ``created_at`` as in a real store (not timed). Then, each the
@@ -11,10 +12,19 @@ best of ``--repeats`` runs (the machine has 2 cores and other work may run besid
 - hydrate: ``hotmem.hydrate(path, target)`` into a new file, records/s (vectors reused);
 - raw load: for context, a bare SQLite bulk insert of the same rows plus one FTS5 rebuild;
 - peak memory: each operation once more in a fresh child process, which reports its peak
-  resident set (``ru_maxrss``) minus its resident set before the operation;
+  resident set (``ru_maxrss``) minus its resident set before the operation, and its time (for
+  hydrate: ``hydrate, fresh process``, which includes loading the embedder of a carried space;
+  the in-process runs reuse the embedder the first one loaded);
 - cold start: from just before spawning ``python -c "import hotmem; open; search"`` to the
   first result read back, against the hydrated store; Python's bare startup (``-c pass``)
   and ``import hotmem`` alone are given for context.
+
+``--semantic`` gives the source store the semantic space (``all-minilm-l6-v2``, 384 float32
+a vector, the ``semantic`` extra) as well. Its vectors are synthesised cheaply: the real model
+embeds the first 2,000 facts and memory ``n`` gets vector ``n mod 2000`` (embedding 100,000
+facts would take some 15 minutes here and change nothing measured: the package stores vectors
+as they are). Hydration then carries them (the target has the same model), and the raw load
+inserts them too.
 
 ``--compression`` prints instead the bytes and deflate speeds of the records and vectors at
 each deflate level (the measurement behind the format's choice of levels).
@@ -42,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import synthetic_memories, synthetic_queries
 
 import hotmem
-from hotmem import schema, storage
+from hotmem import schema, spaces, storage
 from hotmem.embed import embed_bytes
 from hotmem.models import format_timestamp
 from hotmem.snapshot import format as fmt
@@ -78,8 +88,38 @@ def remove(*paths: Path) -> Callable[[], None]:
     return prepare
 
 
-def raw_load(rows: list[tuple], path: Path) -> None:
-    """A bare bulk load: the same rows, one transaction, one FTS5 rebuild, no checks."""
+SEMANTIC_MODEL = "all-minilm-l6-v2"
+REAL_VECTORS = 2_000
+
+
+def add_synthesised_space(path: Path) -> list[bytes]:
+    """Give the store at ``path`` the semantic space, with ``REAL_VECTORS`` real embeddings
+    reused in turn (see the module docstring); return the vectors in rowid order."""
+    embedder = hotmem.get_embedder(SEMANTIC_MODEL)
+    connection = storage.connect(path)
+    try:
+        facts = [
+            row[0]
+            for row in connection.execute(
+                "SELECT fact FROM memories ORDER BY rowid LIMIT ?", (REAL_VECTORS,)
+            )
+        ]
+        real = embedder.embed_many(facts)
+        count = connection.execute("SELECT count(*) FROM memories").fetchone()[0]
+        vectors = [real[i % len(real)] for i in range(count)]
+        connection.execute("BEGIN")
+        spaces.write_space(connection, spaces.space_of(embedder))
+        rowids = [row[0] for row in connection.execute("SELECT rowid FROM memories ORDER BY rowid")]
+        spaces.insert_vectors(connection, SEMANTIC_MODEL, zip(rowids, vectors, strict=True))
+        connection.execute("COMMIT")
+    finally:
+        connection.close()
+    return vectors
+
+
+def raw_load(rows: list[tuple], path: Path, space_rows: list[tuple] | None = None) -> None:
+    """A bare bulk load: the same rows (and space vectors), one transaction, one FTS5 rebuild,
+    no checks."""
     connection = storage.connect(path)
     connection.execute("PRAGMA journal_mode = OFF")
     connection.execute("PRAGMA synchronous = OFF")
@@ -90,21 +130,27 @@ def raw_load(rows: list[tuple], path: Path) -> None:
         "embedding) VALUES (?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
+    if space_rows:
+        connection.executemany(
+            "INSERT INTO space_vectors (space, memory_rowid, vector) VALUES (?, ?, ?)", space_rows
+        )
     connection.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
     connection.execute("COMMIT")
     connection.executescript(schema.CREATE_FTS_TRIGGERS)
     connection.close()
 
 
-def child_peak(operation: str, *paths: Path) -> float:
-    """Peak resident MiB an operation adds, measured in a fresh process."""
+def child_peak(operation: str, *paths: Path) -> tuple[float, float]:
+    """Peak resident MiB an operation adds, and its seconds, measured in a fresh process
+    (which loads any embedder the operation needs: hydrate with a carried space does)."""
     completed = subprocess.run(
         [sys.executable, __file__, "--child", operation, *map(str, paths)],
         capture_output=True,
         text=True,
         check=True,
     )
-    return float(completed.stdout) / 1024
+    kib, seconds = completed.stdout.split()
+    return float(kib) / 1024, float(seconds)
 
 
 def _status_kib(field: str) -> int:
@@ -117,8 +163,10 @@ def _status_kib(field: str) -> int:
 
 
 def run_child(operation: str, paths: list[str]) -> None:
-    """In a child process: run one operation, print the peak RSS it added (KiB)."""
+    """In a child process: run one operation, print the peak RSS it added (KiB) and its
+    seconds."""
     before = _status_kib("VmRSS")
+    start = time.perf_counter()
     if operation == "snapshot":
         with hotmem.open_store(paths[0]) as store:
             store.snapshot(paths[1], overwrite=True)
@@ -127,7 +175,7 @@ def run_child(operation: str, paths: list[str]) -> None:
     else:
         Path(paths[1]).unlink(missing_ok=True)
         hotmem.hydrate(paths[0], paths[1])
-    print(_status_kib("VmHWM") - before)
+    print(_status_kib("VmHWM") - before, time.perf_counter() - start)
 
 
 def cold_start(argv: list[str], repeats: int, pycache: Path) -> float:
@@ -157,13 +205,15 @@ def memories_with_distinct_times(size: int) -> list[dict]:
     return memories
 
 
-def bench(size: int, repeats: int) -> dict[str, float]:
+def bench(size: int, repeats: int, *, semantic: bool = False) -> dict[str, float]:
     memories = memories_with_distinct_times(size)
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         source, package, target = directory / "s.db", directory / "p.zip", directory / "t.db"
         with hotmem.open_store(source) as store:
             store.add_many(memories)
+        vectors = add_synthesised_space(source) if semantic else []
+        with hotmem.open_store(source) as store:
             snapshot_s = best(repeats, lambda: store.snapshot(package, overwrite=True))
         verify_s = best(repeats, lambda: hotmem.verify_snapshot(package))
         hydrate_s = best(repeats, lambda: hotmem.hydrate(package, target), remove(target))
@@ -179,8 +229,19 @@ def bench(size: int, repeats: int) -> dict[str, float]:
             )
             for m in sorted(memories, key=lambda m: m["memory_id"])
         ]
+        # The raw load inserts in memory_id order: rowid n + 1 is the n-th memory by id.
+        with hotmem.open_store(source) as store:
+            by_id = [
+                row[0]
+                for row in store.connection.execute("SELECT rowid FROM memories ORDER BY memory_id")
+            ]
+        space_rows = (
+            [(SEMANTIC_MODEL, n + 1, vectors[rowid - 1]) for n, rowid in enumerate(by_id)]
+            if semantic
+            else None
+        )
         raw = directory / "raw.db"
-        raw_s = best(repeats, lambda: raw_load(rows, raw), remove(raw))
+        raw_s = best(repeats, lambda: raw_load(rows, raw, space_rows), remove(raw))
         peaks = {
             "snapshot": child_peak("snapshot", source, directory / "child.zip"),
             "verify": child_peak("verify", package),
@@ -194,14 +255,16 @@ def bench(size: int, repeats: int) -> dict[str, float]:
     return {
         "size": size,
         "package_bytes": size_bytes,
+        "bytes_per_record": size_bytes / size,
         "snapshot_rps": size / snapshot_s,
         "snapshot_mbps": size_bytes / snapshot_s / 1e6,
         "verify_rps": size / verify_s,
         "hydrate_rps": size / hydrate_s,
         "raw_rps": size / raw_s,
-        "peak_snapshot_mib": peaks["snapshot"],
-        "peak_verify_mib": peaks["verify"],
-        "peak_hydrate_mib": peaks["hydrate"],
+        "peak_snapshot_mib": peaks["snapshot"][0],
+        "peak_verify_mib": peaks["verify"][0],
+        "peak_hydrate_mib": peaks["hydrate"][0],
+        "fresh_hydrate_rps": size / peaks["hydrate"][1],
         "cold_start_s": cold_s,
     }
 
@@ -237,6 +300,11 @@ def main() -> None:
     parser.add_argument(
         "--compression", action="store_true", help="print the deflate level table instead"
     )
+    parser.add_argument(
+        "--semantic",
+        action="store_true",
+        help="give the store the semantic space too (synthesised vectors; the semantic extra)",
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -250,16 +318,20 @@ def main() -> None:
         argv = [sys.executable, "-c", "import hotmem; print(flush=True)"]
         imported = cold_start(argv, 7, Path(pycache))
     print(
-        "| memories | package (bytes) | snapshot (rec/s) | snapshot (MB/s) | verify (rec/s) "
-        "| hydrate (rec/s) | raw SQLite load (rec/s) | peak RSS snapshot / verify / hydrate (MiB) "
+        "| memories | package (bytes) | bytes/record | snapshot (rec/s) | snapshot (MB/s) "
+        "| verify (rec/s) "
+        "| hydrate (rec/s) | hydrate, fresh process (rec/s) | raw SQLite load (rec/s) "
+        "| peak RSS snapshot / verify / hydrate (MiB) "
         "| cold start to first result (s) |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for size in args.sizes:
-        r = bench(size, args.repeats)
+        r = bench(size, args.repeats, semantic=args.semantic)
         print(
-            f"| {r['size']:,} | {r['package_bytes']:,} | {r['snapshot_rps']:,.0f} "
+            f"| {r['size']:,} | {r['package_bytes']:,} | {r['bytes_per_record']:,.0f} "
+            f"| {r['snapshot_rps']:,.0f} "
             f"| {r['snapshot_mbps']:.1f} | {r['verify_rps']:,.0f} | {r['hydrate_rps']:,.0f} "
+            f"| {r['fresh_hydrate_rps']:,.0f} "
             f"| {r['raw_rps']:,.0f} | {r['peak_snapshot_mib']:.1f} / {r['peak_verify_mib']:.1f} "
             f"/ {r['peak_hydrate_mib']:.1f} | {r['cold_start_s']:.3f} |",
             flush=True,

@@ -62,12 +62,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
     package = _package(args.package)
     with Progress("hotmem: verifying", unit="memories") as progress:
         report = verify_snapshot(
-            package, recompute_vectors=args.recompute_vectors, progress=progress
+            package,
+            recompute_vectors=args.recompute_vectors,
+            model_dir=args.model_dir,
+            progress=progress,
         )
     if args.json:
         print_json(report.to_dict())
     elif report.ok:
         print(f"ok: {report.record_count} memories, content digest {report.content_digest}")
+        for space, reason in report.not_recomputed:
+            print(f"  vectors of space {space!r} not recomputed: {reason}")
     else:
         print(f"FAILED: {len(report.problems)} problem(s) in {report.path}")
         for problem in report.problems:
@@ -82,13 +87,37 @@ def cmd_hydrate(args: argparse.Namespace) -> int:
         target.parent.mkdir(parents=True, exist_ok=True)
     with Progress("hotmem: hydrating", unit="memories") as progress:
         report = hydrate(
-            package, target, recompute_vectors=args.recompute_vectors, progress=progress
+            package,
+            target,
+            recompute_vectors=args.recompute_vectors,
+            reindex=args.reindex,
+            drop_spaces=args.drop_space,
+            model_dir=args.model_dir,
+            progress=progress,
         )
     print(
         f"hydrated {report.record_count} memories into {report.target} "
         f"(content digest {report.content_digest})"
     )
+    for space, action in report.spaces:
+        print(f"  space {space!r}: {_ACTIONS[action]}")
     return EXIT_OK
+
+
+_ACTIONS = {
+    "carry": "vectors carried as they are",
+    "reindex": "rebuilt with this HotMem's embedder",
+    "drop": "dropped",
+}
+
+
+def _model_dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--model-dir",
+        metavar="DIR",
+        help="a directory holding model.onnx and tokenizer.json for a vector space's model "
+        "(default: the pinned model package, or $HOTMEM_MODEL_DIR)",
+    )
 
 
 def configure_snapshot(p: argparse.ArgumentParser) -> None:
@@ -102,8 +131,11 @@ def configure_snapshot(p: argparse.ArgumentParser) -> None:
 def configure_verify(p: argparse.ArgumentParser) -> None:
     p.add_argument("package", help="the package file; exit 0 when it verifies, 1 when not")
     p.add_argument(
-        "--recompute-vectors", action="store_true", help="re-embed every fact and compare"
+        "--recompute-vectors",
+        action="store_true",
+        help="re-embed every fact into each space this HotMem has the model of, and compare",
     )
+    _model_dir(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -112,5 +144,20 @@ def configure_hydrate(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--recompute-vectors",
         action="store_true",
-        help="re-embed every fact; refuse the package if any vector differs",
+        help="re-embed every fact; refuse the package if any carried vector differs",
     )
+    p.add_argument(
+        "--reindex",
+        action="append",
+        default=[],
+        metavar="SPACE",
+        help="rebuild the package's vector space SPACE with this HotMem's embedder (repeatable)",
+    )
+    p.add_argument(
+        "--drop-space",
+        action="append",
+        default=[],
+        metavar="SPACE",
+        help="hydrate without the package's vector space SPACE (repeatable)",
+    )
+    _model_dir(p)

@@ -164,3 +164,78 @@ def record_line(memory_id: str, fact: str = "A fact.", **fields: object) -> byte
     }
     text = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return text.encode() + b"\n"
+
+
+@dataclass
+class Space:
+    """A further vector space to put in a built package: its vectors, one bytes a chunk."""
+
+    name: str
+    digest: str
+    dimension: int
+    vectors: list[bytes]
+    dtype: str = fmt.VECTOR_DTYPE
+
+
+def honest_space_manifest(chunks: list[tuple[bytes, bytes]], spaces: list[Space]) -> dict:
+    """The manifest a writer would give these chunks and spaces (package-order digest)."""
+    manifest = honest_manifest(chunks)
+    listing = []
+    entries = []
+    for space in spaces:
+        members = []
+        for index, data in enumerate(space.vectors):
+            members.append(
+                {
+                    "name": fmt.space_member_name(space.name, index),
+                    "records": line_count(chunks[index][0]),
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                    "size": len(data),
+                }
+            )
+        entries.append(
+            {
+                "digest": space.digest,
+                "dimension": space.dimension,
+                "dtype": space.dtype,
+                "members": members,
+                "model_id": space.name,
+                "name": space.name,
+            }
+        )
+    for index in range(len(chunks)):
+        listing += manifest["members"][2 * index : 2 * index + 2]
+        listing += [entry["members"][index] for entry in entries if index < len(entry["members"])]
+    manifest["spaces"] = entries
+    manifest["content_digest"] = content_digest((m["name"], m["sha256"]) for m in listing)
+    return manifest
+
+
+def build_space_package(
+    path: Path,
+    chunks: list[tuple[bytes, bytes]],
+    spaces: list[Space],
+    *,
+    edit: Callable[[dict], object] | None = None,
+    members: Callable[[list[Member]], list[Member]] | None = None,
+) -> Path:
+    """A package of these chunks and spaces, its manifest agreeing with every byte of them.
+
+    ``edit`` may change the manifest (its return value replaces it); ``members`` may change the
+    list of members written (in package order, the manifest first).
+    """
+    value: object = honest_space_manifest(chunks, spaces)
+    if edit is not None:
+        value = edit(value)  # type: ignore[arg-type]
+    written = [Member(MANIFEST, manifest_text(value))]
+    for index, (records, vectors) in enumerate(chunks):
+        records_name, vectors_name = fmt.expected_names(index)
+        written += [Member(records_name, records), Member(vectors_name, vectors)]
+        written += [
+            Member(fmt.space_member_name(space.name, index), space.vectors[index])
+            for space in spaces
+            if index < len(space.vectors)
+        ]
+    if members is not None:
+        written = members(written)
+    return write_zip(path, written)

@@ -266,3 +266,21 @@ def test_a_memory_with_more_tags_than_a_record_may_hold_is_refused(tmp_path: Pat
     )
     assert hotmem.verify_snapshot(tmp_path / "limit.zip").ok
     assert sorted(p.name for p in tmp_path.iterdir()) == ["limit.zip", "s.db"]
+
+
+# Written by the code before vector spaces (commit 4c2f45f) from MEMORIES: a store without
+# further spaces must still give exactly this package. The manifest is stored, so its bytes do
+# not depend on the zlib build; they hold every member's digest.
+BEFORE_SPACES_CONTENT_DIGEST = "b476750e532dc58600dabe605b84adfad61ee790c9bb514e46dd413139ff0ea1"
+BEFORE_SPACES_MANIFEST_SHA256 = "0ec874abce88d7461f3a06c0e3e9ecab598255dc24054e49135fb3e025ac0fc8"
+
+
+def test_a_store_without_further_spaces_writes_the_package_it_always_did(tmp_path: Path) -> None:
+    with make_store(tmp_path / "s.db") as store:
+        assert [space.name for space in store.spaces] == ["hotmem-hash-v1"]
+        report = store.snapshot(tmp_path / "p.zip")
+    with zipfile.ZipFile(tmp_path / "p.zip") as archive:
+        manifest = archive.read("manifest.json")
+    assert report.content_digest == BEFORE_SPACES_CONTENT_DIGEST
+    assert hashlib.sha256(manifest).hexdigest() == BEFORE_SPACES_MANIFEST_SHA256
+    assert "spaces" not in json.loads(manifest)

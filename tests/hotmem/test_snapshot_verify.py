@@ -461,4 +461,6 @@ def test_report_as_dict(good: Path, tmp_path: Path) -> None:
         "record_count": 7,
         "content_digest": manifest_of(read_members(good))["content_digest"],
         "problems": [],
+        "spaces": [],
+        "not_recomputed": [],
     }

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from hotmem.snapshot.format import SnapshotProblem
 from hotmem.snapshot.hydrate import HydrationReport, hydrate
-from hotmem.snapshot.reader import VerificationReport
+from hotmem.snapshot.report import VerificationReport
 from hotmem.snapshot.verify import verify_snapshot
 from hotmem.snapshot.writer import SnapshotReport, write_snapshot
 

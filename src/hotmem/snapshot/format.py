@@ -31,11 +31,14 @@ __all__ = [
     "LOCAL_STRUCT",
     "MANIFEST_NAME",
     "MAX_COMPRESSED_BYTES",
+    "MAX_DIMENSION",
     "MAX_MANIFEST_BYTES",
     "MAX_MEMBERS",
     "MAX_MEMBER_BYTES",
     "MAX_OFFSET",
+    "MAX_SPACES",
     "MAX_TAGS",
+    "SPACE_NAME",
     "STORED",
     "VECTOR_DTYPE",
     "CentralEntry",
@@ -48,6 +51,7 @@ __all__ = [
     "expected_names",
     "local_header",
     "member_kind",
+    "space_member_name",
 ]
 
 FORMAT_NAME = "hotmem-snapshot"
@@ -74,14 +78,25 @@ MAX_COMPRESSED_BYTES = MAX_MEMBER_BYTES + MAX_MEMBER_BYTES // 1024 + 1024
 MAX_MEMBERS = 0xFFFF
 MAX_OFFSET = 0xFFFFFFFF
 
+# Values a vector of a space may hold (a chunk then holds fewer records: ``writer``).
+MAX_DIMENSION = 2**16
+# Further vector spaces one package may carry: what verifying a chunk reads is bounded by it.
+MAX_SPACES = 16
+
 STORED, DEFLATED = 0, 8
-MemberKind = Literal["manifest", "records", "vectors"]
-_MEMBER_NAME = re.compile(r"(records)/([0-9]{6})\.jsonl|(vectors)/([0-9]{6})\.f32")
+MemberKind = Literal["manifest", "records", "vectors", "space"]
+#: A vector space's name (its model id) as it may appear in a member name.
+SPACE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+_MEMBER_NAME = re.compile(
+    r"(records)/([0-9]{6})\.jsonl|(vectors)/([0-9]{6})\.f32"
+    r"|(spaces)/([a-z0-9][a-z0-9._-]{0,63})/([0-9]{6})\.f32"
+)
 # (method, deflate level) per kind, chosen by measurement (docs/snapshot-v2.md, "Compression").
 _COMPRESSION: dict[MemberKind, tuple[int, int]] = {
     "manifest": (STORED, 0),
     "records": (DEFLATED, 6),
     "vectors": (STORED, 0),
+    "space": (STORED, 0),
 }
 
 
@@ -112,12 +127,19 @@ def member_kind(name: str) -> MemberKind | None:
     match = _MEMBER_NAME.fullmatch(name)
     if match is None:
         return None
+    if match.group(5):
+        return "space"
     return "records" if match.group(1) else "vectors"
 
 
 def expected_names(chunk: int) -> tuple[str, str]:
     """The records and vectors member names of chunk number ``chunk`` (0-based)."""
     return f"records/{chunk:06d}.jsonl", f"vectors/{chunk:06d}.f32"
+
+
+def space_member_name(space: str, chunk: int) -> str:
+    """The member holding the vectors of space ``space`` for chunk number ``chunk``."""
+    return f"spaces/{space}/{chunk:06d}.f32"
 
 
 def compression_for(kind: MemberKind) -> tuple[int, int]:

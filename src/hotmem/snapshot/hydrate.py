@@ -4,7 +4,9 @@ Hydration is one streaming pass through :class:`~hotmem.snapshot.reader.PackageR
 applies exactly the checks of ``verify_snapshot``. Rows go into a new SQLite file beside the
 target (bulk insert with the package's vectors, one transaction, no journal: the file is
 discarded on any failure). Only when the whole package verified is the FTS index rebuilt from
-the rows, the triggers created, the file synced and renamed onto the target. An interrupted or
+the rows, the triggers created, the file synced and renamed onto the target. Each further vector
+space is carried, rebuilt with this HotMem's embedder or left out, as decided from the manifest
+before anything is written (``space_plan``). An interrupted or
 failed hydration therefore leaves the target exactly as it was, and no temporary file behind
 (a process killed outright leaves its file, which the next hydration of the same target
 removes: ``_files``).
@@ -16,7 +18,7 @@ import json
 import os
 import sqlite3
 import struct
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from operator import itemgetter
@@ -24,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from hotmem import lexical_index, schema, storage
-from hotmem.embed import VECTOR_BYTES
+from hotmem import spaces as store_spaces
+from hotmem.embed import MODEL_NAME, VECTOR_BYTES, embed_bytes
 from hotmem.errors import HydrationError, VerificationError
 from hotmem.progress import ProgressCallback
 from hotmem.snapshot._files import (
@@ -35,8 +38,11 @@ from hotmem.snapshot._files import (
     remove_leftovers,
     sync_directory,
 )
-from hotmem.snapshot.reader import Chunk, PackageReader, VerificationReport
+from hotmem.snapshot.reader import PackageReader
 from hotmem.snapshot.records import Column
+from hotmem.snapshot.report import Chunk, VerificationReport
+from hotmem.snapshot.space_plan import SpaceChoice, plan_spaces
+from hotmem.snapshot.vector_checks import EmbedMany
 
 __all__ = ["HydrationReport", "hydrate"]
 
@@ -58,12 +64,16 @@ class HydrationReport:
         target: the store written.
         record_count: memories hydrated.
         content_digest: the package's content digest, as verified.
+        spaces: ``(space, action)`` for each further vector space of the package, in order:
+            ``"carry"`` (its vectors loaded as they are), ``"reindex"`` (rebuilt with this
+            HotMem's embedder) or ``"drop"`` (left out).
     """
 
     path: str
     target: str
     record_count: int
     content_digest: str
+    spaces: tuple[tuple[str, str], ...] = ()
 
 
 def _memories_in(target: Path) -> int:
@@ -198,8 +208,53 @@ def _finish(connection: sqlite3.Connection, indexes: list[str]) -> None:
     connection.executescript(schema.CREATE_FTS_TRIGGERS)
 
 
+def _hash_many(facts: Sequence[str]) -> list[bytes]:
+    return list(map(embed_bytes, facts))
+
+
+def _recomputers(choices: list[SpaceChoice]) -> list[tuple[str, EmbedMany] | None]:
+    """What ``recompute_vectors`` checks: hash-v1 and every carried space."""
+    recomputers: list[tuple[str, EmbedMany] | None] = [(MODEL_NAME, _hash_many)]
+    for choice in choices:
+        embedder = choice.embedder if choice.action == "carry" else None
+        recomputers.append(
+            None if embedder is None else (choice.space.model_id, embedder.embed_many)
+        )
+    return recomputers
+
+
+def _load_spaces(
+    connection: sqlite3.Connection, chunk: Chunk, first_rowid: int, choices: list[SpaceChoice]
+) -> None:
+    """Write the chunk's vectors of every kept space, keyed by the rows just inserted."""
+    rowids = range(first_rowid, first_rowid + len(chunk.columns[0]))
+    for choice, vectors in zip(choices, chunk.spaces, strict=True):
+        if choice.action == "drop":
+            continue
+        if choice.action == "reindex" and choice.embedder is not None:
+            computed = choice.embedder.embed_many(chunk.columns[2])
+        else:
+            width = choice.space.vector_bytes
+            computed = [vectors[i : i + width] for i in range(0, len(vectors), width)]
+        store_spaces.insert_vectors(
+            connection, choice.space.name, zip(rowids, computed, strict=True)
+        )
+
+
+def _register_spaces(connection: sqlite3.Connection, choices: list[SpaceChoice]) -> None:
+    for choice in choices:
+        if choice.action == "carry":
+            store_spaces.write_space(connection, choice.space.space)
+        elif choice.action == "reindex" and choice.embedder is not None:
+            store_spaces.write_space(connection, store_spaces.space_of(choice.embedder))
+
+
 def _build(
-    temporary: Path, reader: PackageReader, *, recompute_vectors: bool
+    temporary: Path,
+    reader: PackageReader,
+    choices: list[SpaceChoice],
+    *,
+    recompute_vectors: bool,
 ) -> VerificationReport:
     """Load every verified chunk into a new store at ``temporary``; raise if any check fails.
 
@@ -211,16 +266,26 @@ def _build(
         connection, indexes = _open_empty(temporary)
     except sqlite3.Error as exc:
         raise HydrationError(f"cannot create {str(temporary)!r}: {exc}") from None
+    recomputers = _recomputers(choices)
+    loaded = 0
     try:
-        for chunk in reader.chunks(keep=_stored_columns):
+        _register_spaces(connection, choices)
+        carried = [i for i, choice in enumerate(choices) if choice.action == "carry"]
+        for chunk in reader.chunks(keep=_stored_columns, keep_spaces=carried):
             if recompute_vectors:
-                reader.recompute_vectors(chunk, chunk.columns[0], chunk.columns[2])
+                reader.recompute_vectors(chunk, chunk.columns[0], chunk.columns[2], recomputers)
             if reader.ok:
                 connection.executemany(_INSERT, _rows(chunk))
+                # Rows go into an empty table in order: their rowids are 1, 2, 3, ...
+                _load_spaces(connection, chunk, loaded + 1, choices)
+                loaded += len(chunk.columns[0])
             del chunk  # before the next chunk is read, and before the FTS index is built
         report = reader.report()
         if not report.ok:
             raise _failed(report)
+        last = connection.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
+        if last != loaded:  # never seen; the space vectors would be keyed wrongly
+            raise HydrationError(f"expected rowids 1 to {loaded} in {temporary}, found {last}")
         _finish(connection, indexes)
     except sqlite3.Error as exc:
         raise HydrationError(f"cannot build the store from {reader.path!r}: {exc}") from None
@@ -236,6 +301,9 @@ def hydrate(
     target: str | os.PathLike[str],
     *,
     recompute_vectors: bool = False,
+    reindex: Collection[str] = (),
+    drop_spaces: Collection[str] = (),
+    model_dir: str | os.PathLike[str] | None = None,
     progress: ProgressCallback | None = None,
 ) -> HydrationReport:
     """Verify the package at ``path`` and hydrate it into the store file ``target``.
@@ -250,18 +318,41 @@ def hydrate(
         path: the package file.
         target: the store file to create.
         recompute_vectors: re-embed every fact and refuse the package unless each vector is
-            exactly its fact's embedding (slower; the package's vectors are otherwise trusted).
+            its fact's embedding, for ``hotmem-hash-v1`` and every carried space (slower; the
+            package's vectors are otherwise trusted).
+        reindex: further spaces to rebuild with this HotMem's embedder instead of carrying
+            their vectors (needed when this HotMem's model differs from the package's).
+        drop_spaces: further spaces to leave out of the target.
+        model_dir: the model directory for a model embedder (``hotmem.get_embedder``).
         progress: called with (records loaded, records declared) after each chunk.
+
+    A further space is carried as it is only when this HotMem's embedder of its model id loads
+    and has the package's digest, dimension and dtype; otherwise hydration refuses the package
+    before writing anything, unless the space is in ``reindex`` or ``drop_spaces``.
 
     Raises:
         SnapshotError: the package cannot be opened.
         VerificationError: the package failed verification (``error.report`` lists why),
             including, with ``recompute_vectors``, a vector that is not its fact's embedding.
-        HydrationError: the target holds data or cannot be written; nothing was changed.
+        HydrationError: the target holds data or cannot be written, or a further space cannot
+            be carried, reindexed or dropped as asked (the message names the space and the
+            options); nothing was changed.
     """
     destination = Path(target)
     check_target(destination)
     with gc_paused(), PackageReader(path, progress=progress) as reader:
+        try:
+            manifest = reader.manifest()
+        except OSError as exc:
+            raise HydrationError(f"cannot read package {reader.path!r}: {exc}") from None
+        # A manifest that cannot be read fails verification below, with every reason listed.
+        choices = (
+            []
+            if manifest is None
+            else plan_spaces(
+                manifest.spaces, reindex=reindex, drop=drop_spaces, model_dir=model_dir
+            )
+        )
         remove_leftovers(destination, ".hydrating", _SIDE_FILES)
         try:
             descriptor, temporary = create_beside(destination, ".hydrating")
@@ -270,7 +361,7 @@ def hydrate(
         locked = [descriptor]  # closed at the end, after the rename where the system allows
         try:
             try:
-                report = _build(temporary, reader, recompute_vectors=recompute_vectors)
+                report = _build(temporary, reader, choices, recompute_vectors=recompute_vectors)
                 check_target(destination)  # again: nothing may have appeared meanwhile
                 if not RENAMES_OPEN_FILES:
                     os.close(locked.pop())
@@ -288,4 +379,5 @@ def hydrate(
                 os.close(still_open)
     sync_directory(destination.absolute().parent)
     digest = report.content_digest or ""  # a verified package always has its digest
-    return HydrationReport(report.path, str(destination), report.record_count, digest)
+    actions = tuple((choice.space.name, choice.action) for choice in choices)
+    return HydrationReport(report.path, str(destination), report.record_count, digest, actions)

@@ -10,115 +10,40 @@ dimension. Every problem is reported, with what was expected and what was found.
 
 ``verify_snapshot`` (module ``verify``) and ``hydrate`` both read the package through
 :class:`PackageReader`, so they apply exactly these checks. The reader builds the
-:class:`VerificationReport`, so the report is defined here, where both can import it.
+:class:`~hotmem.snapshot.report.VerificationReport` (module ``report``).
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import stat
-import sys
-from array import array
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Collection, Iterator, Sequence
 from types import TracebackType
 
-from hotmem.embed import MODEL_NAME, embed_bytes
 from hotmem.errors import SnapshotError
 from hotmem.progress import ProgressCallback
 from hotmem.snapshot import format as fmt
 from hotmem.snapshot.container import MemberStream, load_member, read_directory
 from hotmem.snapshot.decoding import ChunkRecords, Keep, RecordsDecoder
 from hotmem.snapshot.format import CentralEntry, SnapshotProblem
-from hotmem.snapshot.manifest import Manifest, MemberMeta, check_manifest, content_digest
-from hotmem.snapshot.records import Column, reject_constant
+from hotmem.snapshot.manifest import Manifest, MemberMeta, content_digest
+from hotmem.snapshot.manifest_check import parse_manifest
+from hotmem.snapshot.records import Column
+from hotmem.snapshot.report import Chunk, VerificationReport
+from hotmem.snapshot.vector_checks import (
+    EmbedMany,
+    FiniteScan,
+    all_finite,
+    first_non_finite,
+    recomputed_problems,
+)
 
-__all__ = ["Chunk", "PackageReader", "VerificationReport"]
+__all__ = ["PackageReader"]
 
 MAX_PROBLEMS = 1000
-# A manifest lists at most 65,534 data members, each with 3 commas and one brace of its own.
-_MANIFEST_VALUES = 5 * fmt.MAX_MEMBERS + 64
-_NAMES_EXPECTED = "manifest.json, records/NNNNNN.jsonl or vectors/NNNNNN.f32"
-
-
-@dataclass(frozen=True, slots=True)
-class VerificationReport:
-    """The outcome of verifying a package.
-
-    Attributes:
-        path: the package verified.
-        record_count: records read from the package (valid or not).
-        content_digest: the content digest recomputed from the members, ``None`` when a member
-            could not be read.
-        problems: every problem found, in the order found (at most 1,000, then a count).
-    """
-
-    path: str
-    record_count: int
-    content_digest: str | None
-    problems: tuple[SnapshotProblem, ...]
-
-    @property
-    def ok(self) -> bool:
-        """Whether the package verified: no problem at all."""
-        return not self.problems
-
-    def to_dict(self) -> dict[str, object]:
-        """The report as a JSON-ready dict."""
-        return {
-            "path": self.path,
-            "ok": self.ok,
-            "record_count": self.record_count,
-            "content_digest": self.content_digest,
-            "problems": [
-                {"location": p.location, "check": p.check, "expected": p.expected, "found": p.found}
-                for p in self.problems
-            ],
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Chunk:
-    """One verified records member and its vectors, ready to load.
-
-    Attributes:
-        name: the records member.
-        columns: what the reader's ``keep`` kept of the six columns
-            ``(memory_ids, identifiers, facts, importances, tags, created_ats)``.
-        vectors: the records' vectors, concatenated in the same order.
-    """
-
-    name: str
-    columns: list[Column]
-    vectors: bytes
-
-
-def _floats(vectors: bytes) -> array[float]:
-    values = array("f")
-    values.frombytes(vectors)
-    if sys.byteorder == "big":
-        values.byteswap()
-    return values
-
-
-def _all_finite(vectors: bytes) -> bool:
-    """Whether every little-endian float32 is finite, without a Python loop per value.
-
-    A NaN or infinity has all eight exponent bits set, so its high byte is 0x7F or 0xFF. Only
-    when such a byte occurs (in finite values, from magnitude 2**127 on) is each value tested.
-    """
-    high = vectors[3::4]
-    if b"\x7f" not in high and b"\xff" not in high:
-        return True
-    return all(map(math.isfinite, _floats(vectors)))
-
-
-def _first_non_finite(vectors: bytes, width: int) -> str:
-    values = _floats(vectors)
-    position = next(i for i, value in enumerate(values) if not math.isfinite(value))
-    return f"{values[position]} in vector {position // (width // 4) + 1}"
+_NAMES_EXPECTED = (
+    "manifest.json, records/NNNNNN.jsonl, vectors/NNNNNN.f32 or spaces/<space>/NNNNNN.f32"
+)
 
 
 class PackageReader:
@@ -156,6 +81,10 @@ class PackageReader:
         self._record_count = 0
         self._digest: str | None = None
         self._previous: tuple[str, str] | None = None
+        self._opened = False
+        self._entries: list[CentralEntry] | None = None
+        self._declared: Manifest | None = None
+        self._not_recomputed: dict[str, str] = {}
 
     def close(self) -> None:
         """Close the package file."""
@@ -185,7 +114,23 @@ class PackageReader:
             problems.append(
                 SnapshotProblem("package", "more-problems", expected, f"{self._dropped} more")
             )
-        return VerificationReport(self.path, self._record_count, self._digest, tuple(problems))
+        spaces = () if self._declared is None else self._declared.spaces
+        return VerificationReport(
+            self.path,
+            self._record_count,
+            self._digest,
+            tuple(problems),
+            tuple(space.space for space in spaces),
+            tuple(
+                (space.name, self._not_recomputed[space.name])
+                for space in spaces
+                if space.name in self._not_recomputed
+            ),
+        )
+
+    def not_recomputed(self, space: str, reason: str) -> None:
+        """Record that the vectors of ``space`` were not recomputed, and why (for the report)."""
+        self._not_recomputed[space] = reason
 
     def _add(self, location: str, check: str, expected: str, found: str) -> None:
         self._extend([SnapshotProblem(location, check, expected, found)])
@@ -209,27 +154,7 @@ class PackageReader:
         self._extend(loaded.problems)
         if loaded.data is None:
             return None
-        data = loaded.data
-        values = data.count(b",") + data.count(b"[") + data.count(b"{")
-        if values > _MANIFEST_VALUES:  # parsing would build up to that many objects
-            expected = f"at most {_MANIFEST_VALUES} commas, brackets and braces"
-            self._add(fmt.MANIFEST_NAME, "limit", expected, f"{values}")
-            return None
-        try:
-            value = json.loads(data.decode("utf-8"), parse_constant=reject_constant)
-        except RecursionError:
-            found = "arrays or objects nested too deeply to parse"
-            self._add(fmt.MANIFEST_NAME, "manifest", "a JSON object in UTF-8", found)
-            return None
-        except ValueError as exc:  # UnicodeDecodeError is a ValueError too
-            self._add(fmt.MANIFEST_NAME, "manifest", "a JSON object in UTF-8", str(exc))
-            return None
-        try:
-            manifest, problems = check_manifest(value)
-        except RecursionError:  # nesting json.loads could parse but repr() cannot show
-            found = "values nested too deeply to show"
-            self._add(fmt.MANIFEST_NAME, "manifest", "the manifest's fields", found)
-            return None
+        manifest, problems = parse_manifest(loaded.data)
         self._extend(problems)
         return manifest
 
@@ -256,32 +181,50 @@ class PackageReader:
             if meta.name not in present:
                 self._add(meta.name, "member-missing", "a member the manifest lists", "missing")
         in_manifest = [meta.name for meta in members if meta.name in present]
+        # (``members`` is in package order: ``Manifest.in_package_order``.)
         if list(present) != in_manifest:
             expected = "members in manifest order"
             self._add("package", "member-order", expected, ", ".join(present))
         return present
 
     # -- chunks ----------------------------------------------------------------------------------
-    def chunks(self, keep: Keep | None = None) -> Iterator[Chunk]:
+    def manifest(self) -> Manifest | None:
+        """The package's checked manifest, read with the container before any data member:
+        ``None`` when the package cannot be read by it (the report says why)."""
+        if not self._opened:
+            self._opened = True
+            self._entries, problems = read_directory(self._file, self._size)
+            self._extend(problems)
+            if self._entries is not None:
+                self._declared = self._manifest(self._entries)
+        return self._declared
+
+    def chunks(
+        self, keep: Keep | None = None, keep_spaces: Collection[int] = ()
+    ) -> Iterator[Chunk]:
         """Check the package, yielding each chunk whose records and vectors are valid.
 
         Args:
             keep: what to keep of each chunk's decoded columns (``Chunk.columns``); by default
                 nothing, and a chunk is dropped as soon as it is checked.
+            keep_spaces: the positions (in ``Manifest.spaces``) of the further spaces whose
+                vectors to keep in ``Chunk.spaces``; the others are checked as they stream in
+                and left empty there.
         """
-        entries, problems = read_directory(self._file, self._size)
-        self._extend(problems)
-        if entries is None:
+        manifest = self.manifest()
+        if manifest is None or self._entries is None:
             return
-        manifest = self._manifest(entries)
-        if manifest is None:
-            return
-        present = self._plan(entries, manifest.members)
+        ordered = manifest.in_package_order()
+        present = self._plan(self._entries, ordered)
         pairs = list(zip(manifest.members[0::2], manifest.members[1::2], strict=True))
         # A vectors member holds at most one vector per record of the largest chunk.
         vectors_limit = min(fmt.MAX_MEMBER_BYTES, fmt.CHUNK_RECORDS * manifest.vector_bytes)
+        space_limits = [
+            min(fmt.MAX_MEMBER_BYTES, fmt.CHUNK_RECORDS * space.vector_bytes)
+            for space in manifest.spaces
+        ]
         digests: dict[str, str] = {}
-        for records_meta, vectors_meta in pairs:
+        for index, (records_meta, vectors_meta) in enumerate(pairs):
             before = len(self._problems) + self._dropped
             records = self._records(records_meta, present.get(records_meta.name), digests, keep)
             vectors = self._accept(
@@ -290,18 +233,67 @@ class PackageReader:
             chunk = self._check_chunk(
                 records_meta, records, vectors_meta.name, vectors, manifest.vector_bytes
             )
+            found: list[bytes] = []
+            for position, (space, limit) in enumerate(
+                zip(manifest.spaces, space_limits, strict=True)
+            ):
+                meta = space.members[index]
+                entry = present.get(meta.name)
+                data = self._space_member(
+                    meta, entry, digests, limit, records, space.vector_bytes,
+                    keep=position in keep_spaces,
+                )  # fmt: skip
+                found.append(data)
             if chunk is not None and len(self._problems) + self._dropped == before:
-                yield chunk
+                yield Chunk(chunk.name, chunk.columns, chunk.vectors, tuple(found))
             # Drop this chunk before the next is read: one chunk's values at a time.
-            del records, vectors, chunk
+            del records, vectors, chunk, found
             if self._progress is not None:
                 self._progress(self._record_count, manifest.record_count)
-        names = [meta.name for meta in manifest.members]
+        names = [meta.name for meta in ordered]
         if all(name in digests for name in names):
             self._digest = content_digest((name, digests[name]) for name in names)
             declared = manifest.content_digest
             if declared is not None and declared != self._digest:
                 self._add(fmt.MANIFEST_NAME, "content-digest", declared, self._digest)
+
+    def _space_member(
+        self,
+        meta: MemberMeta,
+        entry: CentralEntry | None,
+        digests: dict[str, str],
+        limit: int,
+        decoded: ChunkRecords | None,
+        width: int,
+        *,
+        keep: bool,
+    ) -> bytes:
+        """A further space's member, checked block by block as it streams in (size, SHA-256,
+        finite values, one vector per record); its bytes when ``keep``, else ``b""``."""
+        if entry is None:  # already reported missing
+            return b""
+        stream = MemberStream(self._file, entry, limit)
+        scan = FiniteScan(width, keep=keep)
+        for block in stream:
+            scan.feed(block)
+        self._extend(stream.problems)
+        if not stream.complete or stream.sha256 is None:
+            return b""
+        self._matched(meta, entry.size, stream.sha256, digests)
+        if decoded is not None:
+            expected = decoded.line_count * width
+            if entry.size != expected:
+                found = f"{entry.size} bytes"
+                records = decoded.line_count
+                self._add(
+                    meta.name,
+                    "vector",
+                    f"{expected} bytes for the {records} records of the chunk",
+                    found,
+                )
+            elif scan.bad:
+                self._add(meta.name, "vector", "finite float32 values", scan.bad)
+        return scan.kept()
 
     def _matched(self, meta: MemberMeta, size: int, sha256: str, digests: dict[str, str]) -> None:
         """Match a member read whole to its size and SHA-256 in the manifest."""
@@ -375,27 +367,34 @@ class PackageReader:
             self._previous = (decoded.last_id, name)
         if vectors is None:
             return None
+        self._check_vectors(vectors_name, vectors, decoded, width)
+        return Chunk(name, decoded.columns, vectors)
+
+    def _check_vectors(self, name: str, vectors: bytes, decoded: ChunkRecords, width: int) -> None:
+        """One vector of ``width`` bytes per record, every value a finite float32."""
         expected_size = decoded.line_count * width
         if len(vectors) != expected_size:
             found = f"{len(vectors)} bytes"
-            expected = f"{expected_size} bytes for the records of {name}"
-            self._add(vectors_name, "vector", expected, found)
-        elif not _all_finite(vectors):
-            found = _first_non_finite(vectors, width)
-            self._add(vectors_name, "vector", "finite float32 values", found)
-        return Chunk(name, decoded.columns, vectors)
+            expected = f"{expected_size} bytes for the {decoded.line_count} records of the chunk"
+            self._add(name, "vector", expected, found)
+        elif not all_finite(vectors):
+            self._add(name, "vector", "finite float32 values", first_non_finite(vectors, width))
 
-    def recompute_vectors(self, chunk: Chunk, memory_ids: Column, facts: Column) -> None:
-        """Check that every vector of ``chunk`` is the embedding of its fact, bit for bit.
+    def recompute_vectors(
+        self,
+        chunk: Chunk,
+        memory_ids: Column,
+        facts: Column,
+        embedders: Sequence[tuple[str, EmbedMany] | None],
+    ) -> None:
+        """Check that the vectors of ``chunk`` are the embeddings of its facts.
 
         ``memory_ids`` and ``facts`` are the chunk's columns of those fields (kept by ``keep``).
+        ``embedders`` holds, for ``hotmem-hash-v1`` and then each space of the manifest in
+        order, ``(model id, embed_many)`` to recompute that space's vectors with, or ``None``
+        to leave it. Hash vectors must match bit for bit, a model's within
+        ``vector_checks.MODEL_COSINE``.
         """
-        expected = b"".join(map(embed_bytes, facts))
-        if expected == chunk.vectors:
-            return
-        width = len(expected) // len(facts)
-        for number, memory_id in enumerate(memory_ids, start=1):
-            window = slice((number - 1) * width, number * width)
-            if expected[window] != chunk.vectors[window]:
-                found = f"another vector for memory_id={memory_id!r}"
-                self._add(f"{chunk.name}:{number}", "vector", f"the {MODEL_NAME} vector", found)
+        carried = (chunk.vectors, *chunk.spaces)
+        for problem in recomputed_problems(chunk.name, memory_ids, facts, embedders, carried):
+            self._add(*problem)

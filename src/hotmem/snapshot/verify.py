@@ -1,18 +1,24 @@
 """Verifying a snapshot package without trusting it: one full pass of :class:`PackageReader`.
 
 Every check lives in the reader (``reader``); this pass only drives it to the end, optionally
-re-embedding every fact, and returns its :class:`VerificationReport`.
+re-embedding every fact into each space it can (``space_plan.usable_embedder``), and returns its
+:class:`~hotmem.snapshot.report.VerificationReport`.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
+from hotmem.embed import MODEL_NAME, embed_bytes
 from hotmem.errors import SnapshotError
 from hotmem.progress import ProgressCallback
 from hotmem.snapshot._files import gc_paused
-from hotmem.snapshot.reader import PackageReader, VerificationReport
+from hotmem.snapshot.reader import PackageReader
 from hotmem.snapshot.records import Column
+from hotmem.snapshot.report import VerificationReport
+from hotmem.snapshot.space_plan import usable_embedder
+from hotmem.snapshot.vector_checks import EmbedMany
 
 __all__ = ["verify_snapshot"]
 
@@ -21,18 +27,43 @@ def _ids_and_facts(columns: list[Column]) -> list[Column]:
     return [columns[0], columns[2]]
 
 
+def _hash_many(facts: Sequence[str]) -> list[bytes]:
+    return list(map(embed_bytes, facts))
+
+
+def _recomputers(
+    reader: PackageReader, model_dir: str | os.PathLike[str] | None
+) -> list[tuple[str, EmbedMany] | None]:
+    """hash-v1 and every space this HotMem can recompute; the others noted in the report."""
+    recomputers: list[tuple[str, EmbedMany] | None] = [(MODEL_NAME, _hash_many)]
+    manifest = reader.manifest()
+    for space in () if manifest is None else manifest.spaces:
+        embedder = usable_embedder(space, model_dir)
+        if isinstance(embedder, str):
+            reader.not_recomputed(space.name, embedder)
+            recomputers.append(None)
+        else:
+            recomputers.append((space.model_id, embedder.embed_many))
+    return recomputers
+
+
 def verify_snapshot(
     path: str | os.PathLike[str],
     *,
     recompute_vectors: bool = False,
+    model_dir: str | os.PathLike[str] | None = None,
     progress: ProgressCallback | None = None,
 ) -> VerificationReport:
     """Verify a snapshot package without trusting it, and report every problem found.
 
     Args:
         path: the package file.
-        recompute_vectors: also re-embed every fact and compare its vector bit for bit
-            (slower; proves the derived vector index matches the records).
+        recompute_vectors: also re-embed every fact into every space this HotMem has the
+            package's model for, and compare each vector (``hotmem-hash-v1`` bit for bit, a
+            model's within ``vector_checks.MODEL_COSINE``); the spaces it cannot recompute
+            are listed in ``report.not_recomputed`` with the reason. Slower: proves the
+            derived vectors match the records.
+        model_dir: the model directory for a model embedder (``hotmem.get_embedder``).
         progress: called with (records read, records declared) after each chunk.
 
     Returns:
@@ -44,8 +75,11 @@ def verify_snapshot(
     with gc_paused(), PackageReader(path, progress=progress) as reader:
         try:
             if recompute_vectors:
-                for chunk in reader.chunks(keep=_ids_and_facts):
-                    reader.recompute_vectors(chunk, *chunk.columns)
+                recomputers = _recomputers(reader, model_dir)
+                kept = [i for i, item in enumerate(recomputers[1:]) if item is not None]
+                for chunk in reader.chunks(keep=_ids_and_facts, keep_spaces=kept):
+                    memory_ids, facts = chunk.columns
+                    reader.recompute_vectors(chunk, memory_ids, facts, recomputers)
             else:
                 for _ in reader.chunks():
                     pass
