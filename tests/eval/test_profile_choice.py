@@ -105,8 +105,8 @@ def test_a_missing_or_binary_file_is_refused(tmp_path: Path) -> None:
     ("arguments", "message"),
     [
         (
-            ["--profile", "semantic"],
-            f"hotmem-eval: unknown profile 'semantic'; expected a built-in: {KNOWN}\n",
+            ["--profile", "semantik"],
+            f"hotmem-eval: unknown profile 'semantik'; expected a built-in: {KNOWN}\n",
         ),
         (
             ["--profile", "rrf", "--profile", "rrf"],
