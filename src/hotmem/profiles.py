@@ -21,7 +21,8 @@ A profile says which channels a search uses and how it fuses them:
 ``default`` with the MMR reranker. ``semantic`` replaces its cosine channel with the
 ``all-minilm-l6-v2`` space (the ``semantic`` extra; the store must have the space,
 ``hotmem reindex --space all-minilm-l6-v2``) and gates lexical matches on it;
-``semantic-only`` ranks by that cosine alone. A profile is part of every result's provenance:
+``semantic-only`` ranks by that cosine alone, and ``semantic+mmr`` is ``semantic`` with the MMR
+reranker measuring similarity in the semantic space. A profile is part of every result's provenance:
 ``to_dict`` gives the JSON configuration the evaluator records, and ``Profile.from_mapping``
 reads one back (or from a TOML table).
 """
@@ -321,6 +322,13 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
                 vector=VectorChannel(space=SEMANTIC_MODEL, weight=1.0, floor=SEMANTIC_FLOOR),
                 lexical=None,
                 importance=0.0,
+            ),
+            Profile(
+                "semantic+mmr",
+                vector=VectorChannel(space=SEMANTIC_MODEL, weight=0.6, floor=SEMANTIC_FLOOR),
+                lexical=LexicalChannel(weight=0.2, gate=SEMANTIC_GATE),
+                importance=0.2,
+                reranker=MMR(space=SEMANTIC_MODEL),
             ),
         )
     }

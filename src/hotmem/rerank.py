@@ -14,8 +14,9 @@ top ``pool`` in fused order, at each step it picks the remaining memory with the
 order, itself by score and then memory_id). ``rel`` is the fused score divided by the largest
 score the profile's fusion can give (``search.score_ceiling``: 1.0 for ``default``'s weights,
 whose sum is 1), so that ``lambda`` weighs relevance against similarity on the same [0, 1]
-scale whatever the weights or the fusion method. The cosine is measured in ``space``; only
-``hotmem-hash-v1`` (the vectors the store's index already holds) can be read today.
+scale whatever the weights or the fusion method. The cosine is measured in ``space``:
+``hotmem-hash-v1`` from the vectors the store's index already holds, another space (the
+semantic one) from its matrix, which search passes in (``vectors=``).
 ``docs/ranking.md`` works an example.
 """
 
@@ -176,7 +177,12 @@ SPACE_VECTORS: Mapping[str, Callable[[VectorIndex, Sequence[int]], list[tuple[fl
 
 
 def reranked(
-    index: VectorIndex, top: list[tuple[float, int]], reranker: Reranker, *, ceiling: float
+    index: VectorIndex,
+    top: list[tuple[float, int]],
+    reranker: Reranker,
+    *,
+    ceiling: float,
+    vectors: Callable[[Sequence[int]], list[tuple[float, ...]]] | None = None,
 ) -> list[tuple[float, int]]:
     """``top`` (``(score, position)`` in fused order) with its first ``reranker.pool`` entries
     in MMR order and the rest after them, unchanged; scores stay the fused scores.
@@ -187,18 +193,25 @@ def reranked(
         reranker: the MMR parameters.
         ceiling: the largest score the profile's fusion can give; ``rel = score / ceiling``
             (the score itself when the ceiling is not positive).
+        vectors: the vectors of positions in the reranker's space, for a space other than
+            those of ``SPACE_VECTORS`` (unit vectors, so that the cosine is
+            ``1 - |a - b|² / 2`` as for hash vectors).
 
     Raises:
         ValidationError: the reranker's space cannot be read by this HotMem.
     """
+    pool, rest = top[: reranker.pool], top[reranker.pool :]
+    positions = [p for _, p in pool]
     read = SPACE_VECTORS.get(reranker.space)
-    if read is None:
+    if read is not None:
+        found = read(index, positions)
+    elif vectors is not None:
+        found = vectors(positions)
+    else:
         raise ValidationError(
             f"the mmr reranker needs the vector space {reranker.space!r}; "
-            f"it can read {', '.join(SPACE_VECTORS)} only"
+            f"it can read {', '.join(SPACE_VECTORS)} without a store's matrix"
         )
-    pool, rest = top[: reranker.pool], top[reranker.pool :]
-    vectors = read(index, [p for _, p in pool])
     rels = [score / ceiling if ceiling > 0 else score for score, _ in pool]
-    order = mmr_order(rels, lambda i, j: cosine(vectors[i], vectors[j]), reranker.lambda_)
+    order = mmr_order(rels, lambda i, j: cosine(found[i], found[j]), reranker.lambda_)
     return [pool[i] for i in order] + rest

@@ -12,6 +12,7 @@ with ties by ``memory_id``. A profile's reranker (``rerank.py``) then reorders t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hotmem.db import MemoryStore
@@ -234,10 +235,12 @@ def effective_profile(
             f"{store.path!r} does not have (it has {', '.join(s.name for s in store.spaces)}); "
             f"build it with `hotmem reindex --space {name}` or store.add_space({name!r})"
         )
-    if chosen.reranker is not None and chosen.reranker.space not in SPACE_VECTORS:
+    spaces = {s.name for s in store.spaces}
+    if chosen.reranker is not None and chosen.reranker.space not in spaces:
+        name = chosen.reranker.space
         raise ValidationError(
-            f"profile {chosen.name!r}: its mmr reranker needs the vector space "
-            f"{chosen.reranker.space!r}; search can read {', '.join(SPACE_VECTORS)} only"
+            f"profile {chosen.name!r}: its mmr reranker needs the vector space {name!r}, which "
+            f"store {store.path!r} does not have; build it with `hotmem reindex --space {name}`"
         )
     return chosen
 
@@ -258,11 +261,19 @@ def _depth(profile: Profile, limit: int) -> int:
 
 
 def _reranked(
-    index: VectorIndex, top: list[tuple[float, int]], profile: Profile
+    store: MemoryStore, index: VectorIndex, top: list[tuple[float, int]], profile: Profile
 ) -> list[tuple[float, int]]:
     if profile.reranker is None:
         return top
-    return reranked(index, top, profile.reranker, ceiling=score_ceiling(profile))
+    space = profile.reranker.space
+    vectors = None
+    if space not in SPACE_VECTORS:  # another space of the store: read from its matrix
+        rows = store.space_matrix(space).matrix
+
+        def vectors(positions: Sequence[int]) -> list[tuple[float, ...]]:
+            return [tuple(float(x) for x in rows[p]) for p in positions]
+
+    return reranked(index, top, profile.reranker, ceiling=score_ceiling(profile), vectors=vectors)
 
 
 def rule_of(profile: Profile) -> Rule:
@@ -371,7 +382,7 @@ def _search(
         return []
     depth = _depth(profile, limit)
     ranked = _ranked(store, query, _prepared(store, index, query, scope, profile, depth), profile)
-    top = _reranked(index, ranked.top, profile)[:limit]
+    top = _reranked(store, index, ranked.top, profile)[:limit]
     fused = {p: r for r, (_, p) in enumerate(ranked.top, start=1)} if profile.reranker else {}
     # Components are built for the winners alone.
     winners = [
@@ -515,7 +526,7 @@ def _rerank_ranks(
     before = [q for _, q in fused.top]
     if p not in before:
         return None, None
-    after = [q for _, q in _reranked(index, fused.top, profile)]
+    after = [q for _, q in _reranked(store, index, fused.top, profile)]
     return before.index(p) + 1, after.index(p) + 1
 
 

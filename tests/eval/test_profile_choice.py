@@ -13,7 +13,7 @@ from hotmem_eval.errors import UsageError
 from hotmem_eval.evaluate import ablation_variants
 from hotmem_eval.profile_choice import choose_profiles, load_profiles_file
 
-KNOWN = "default, cosine-only, bm25-only, rrf, default+mmr, semantic, semantic-only"
+KNOWN = "default, cosine-only, bm25-only, rrf, default+mmr, semantic, semantic-only, semantic+mmr"
 
 
 def _file(tmp_path: Path, text: str) -> Path:

@@ -21,6 +21,8 @@ LISTING = [
     "  semantic       cosine all-minilm-l6-v2 x0.6 (floor 0.45) + bm25 x0.2 (gate 0.25) + "
     "importance x0.2; weighted sum",
     "  semantic-only  cosine all-minilm-l6-v2 x1 (floor 0.45); weighted sum",
+    "  semantic+mmr   cosine all-minilm-l6-v2 x0.6 (floor 0.45) + bm25 x0.2 (gate 0.25) + "
+    "importance x0.2; weighted sum; then mmr lambda 0.9, pool 20 (all-minilm-l6-v2)",
 ]
 
 
@@ -44,7 +46,16 @@ def test_the_stores_default_is_shown_and_set(db: str, capsys: pytest.CaptureFixt
     listed = json.loads(out)
     assert (listed["default"], [p["name"] for p in listed["profiles"]]) == (
         "bm25-only",
-        ["default", "cosine-only", "bm25-only", "rrf", "default+mmr", "semantic", "semantic-only"],
+        [
+            "default",
+            "cosine-only",
+            "bm25-only",
+            "rrf",
+            "default+mmr",
+            "semantic",
+            "semantic-only",
+            "semantic+mmr",
+        ],
     )
     # a search naming no profile now runs bm25-only: the best lexical match scores 1
     code, out, _ = hotmem_cli(capsys, "--db", db, "search", QUERY, "--limit", "1", "--explain")

@@ -35,6 +35,7 @@ def test_the_builtin_profiles() -> None:
         "default+mmr",
         "semantic",
         "semantic-only",
+        "semantic+mmr",
     ]
     assert hotmem.PROFILES["default"].to_dict() == {
         "name": "default",
@@ -101,7 +102,7 @@ def test_an_unknown_profile_name_lists_the_known_ones(example: hotmem.MemoryStor
         hotmem.search_memories(example, QUERY, profile="semantik")
     assert str(caught.value) == (
         "unknown profile 'semantik'; expected one of default, cosine-only, bm25-only, rrf, "
-        "default+mmr, semantic, semantic-only or a hotmem.Profile"
+        "default+mmr, semantic, semantic-only, semantic+mmr or a hotmem.Profile"
     )
 
 

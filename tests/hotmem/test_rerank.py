@@ -269,13 +269,14 @@ def test_profile_refuses_a_bad_reranker_table(value: object, message: str) -> No
         Profile("mine", reranker=value)  # type: ignore[arg-type]
 
 
-def test_a_space_search_cannot_read_is_refused_with_its_name(deploys: MemoryStore) -> None:
+def test_a_space_the_store_lacks_is_refused_with_its_name(deploys: MemoryStore) -> None:
     profile = mmr("semantic-mmr", space="all-minilm-l6-v2")
     with pytest.raises(ValidationError) as raised:
         search_memories(deploys, QUERY, profile=profile)
     assert str(raised.value) == (
-        "profile 'semantic-mmr': its mmr reranker needs the vector space 'all-minilm-l6-v2'; "
-        "search can read hotmem-hash-v1 only"
+        "profile 'semantic-mmr': its mmr reranker needs the vector space 'all-minilm-l6-v2', "
+        f"which store {deploys.path!r} does not have; build it with "
+        "`hotmem reindex --space all-minilm-l6-v2`"
     )
     with pytest.raises(ValidationError):
         explain(deploys, QUERY, "m-tue", profile=profile)

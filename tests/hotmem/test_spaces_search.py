@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from dataclasses import replace
 from itertools import product
 from pathlib import Path
 
@@ -178,3 +179,66 @@ def test_a_missing_space_says_how_to_build_it(tmp_path: Path) -> None:
 def test_the_default_profile_names_the_spaces_it_uses(store: hotmem.MemoryStore) -> None:
     assert store.default_profile == "default"
     assert hotmem.PROFILES[store.default_profile].spaces == ("hotmem-hash-v1",)
+
+
+VPN = {
+    "m-vpn-1": "The VPN requires two-factor authentication for every login.",
+    "m-vpn-2": "Every VPN login needs two-factor authentication.",
+    "m-vpn-3": "Two-factor authentication is mandatory for VPN logins.",
+    "m-vpn-portal": "VPN accounts are requested through the IT portal.",
+    "m-vpn-token": "Hardware tokens for two-factor login are issued by the security team.",
+    "m-wifi": "Guest Wi-Fi access needs a password from reception.",
+    "m-coffee": "The coffee machine is cleaned on Fridays.",
+}
+VPN_QUERY = "Do VPN logins need two-factor authentication?"
+
+
+@pytest.fixture(scope="module")
+def vpn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[hotmem.MemoryStore]:
+    path = tmp_path_factory.mktemp("vpn") / "s.db"
+    with hotmem.open_store(path, clock=hotmem.fixed_clock("2026-01-01T00:00:00Z")) as opened:
+        opened.add_space(SEMANTIC_MODEL)
+        opened.add_many({"memory_id": m, "fact": f, "identifier": "acme"} for m, f in VPN.items())
+        yield opened
+
+
+def _naive_mmr(fused: list[hotmem.SearchResult], lambda_: float) -> list[str]:
+    """Textbook MMR over the fused list, with the semantic cosines computed here."""
+    embedder = hotmem.get_embedder(SEMANTIC_MODEL)
+    rows = [np.frombuffer(v, dtype="<f4").astype(np.float64) for v in
+            embedder.embed_many([VPN[r.memory_id] for r in fused])]  # fmt: skip
+    remaining, picked = list(range(len(fused))), []
+    while remaining:
+
+        def gain(i: int) -> float:
+            similar = max((float(rows[i] @ rows[j]) for j in picked), default=0.0)
+            return lambda_ * fused[i].score - (1 - lambda_) * similar
+
+        best = max(remaining, key=lambda i: (gain(i), -i))
+        remaining.remove(best)
+        picked.append(best)
+    return [fused[i].memory_id for i in picked]
+
+
+def test_semantic_mmr_measures_similarity_in_the_semantic_space(vpn: hotmem.MemoryStore) -> None:
+    fused = hotmem.search_memories(vpn, VPN_QUERY, profile="semantic")
+    assert _ids(fused) == ["m-vpn-2", "m-vpn-3", "m-vpn-1", "m-vpn-portal", "m-vpn-token"]
+    builtin = hotmem.PROFILES["semantic+mmr"]
+    assert builtin.reranker == hotmem.MMR(lambda_=0.9, pool=20, space=SEMANTIC_MODEL)
+    assert _ids(hotmem.search_memories(vpn, VPN_QUERY, profile=builtin)) == _naive_mmr(fused, 0.9)
+    low = replace(builtin, name="low", reranker=hotmem.MMR(lambda_=0.5, space=SEMANTIC_MODEL))
+    found = hotmem.search_memories(vpn, VPN_QUERY, profile=low)
+    assert _ids(found) == _naive_mmr(fused, 0.5)
+    assert _ids(found) == ["m-vpn-2", "m-vpn-token", "m-vpn-portal", "m-vpn-3", "m-vpn-1"]
+    order = _ids(found)
+    assert [r.score for r in found] == [
+        r.score for r in sorted(fused, key=lambda r: order.index(r.memory_id))
+    ]  # the fused scores, in MMR order
+    # the same lambda over hash vectors picks another second memory: the space matters
+    hashed = replace(low, name="hashed", reranker=hotmem.MMR(lambda_=0.5))
+    assert _ids(hotmem.search_memories(vpn, VPN_QUERY, profile=hashed))[:2] == [
+        "m-vpn-2",
+        "m-vpn-portal",
+    ]
+    explained = hotmem.explain(vpn, VPN_QUERY, "m-vpn-token", profile=low)
+    assert (explained.pre_rerank_rank, explained.post_rerank_rank) == (5, 2)
