@@ -185,8 +185,13 @@ def diagnose(
                 detail = f"score {_f(explanation.score)} at rank {rank} of the top {limit}"
             else:
                 above = tuple(deep[:limit])
-                where = f"rank {rank}" if rank else f"beyond rank {MAX_LIMIT}"
-                detail = f"score {_f(explanation.score)} at {where}"
+                if rank:
+                    where = f"at rank {rank}"
+                elif chosen.fusion == "rrf":
+                    where = f"in neither channel's top {chosen.depth} (rrf depth)"
+                else:
+                    where = f"beyond rank {MAX_LIMIT}"
+                detail = f"score {_f(explanation.score)} {where}"
                 if above:
                     margin = above[0].score - explanation.score
                     detail += f"; {above[0].memory_id} leads by {_f(margin)}"

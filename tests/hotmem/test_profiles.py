@@ -133,6 +133,9 @@ def test_rrf_depth_cuts_each_channel(example: hotmem.MemoryStore) -> None:
     assert _found(example, shallow) == [("m-invoice", 2 / 61)]
     diagnosis = hotmem.diagnose(example, QUERY, "m-beta-invoice", profile=shallow)
     assert (diagnosis.verdict, diagnosis.profile, diagnosis.rank) == ("outranked", "shallow", None)
+    assert diagnosis.detail == (
+        "score 0.0000 in neither channel's top 1 (rrf depth); m-invoice leads by 0.0328"
+    )
 
 
 def test_a_lexical_gate_drops_matches_of_low_cosine(example: hotmem.MemoryStore) -> None:
