@@ -88,6 +88,42 @@ def test_a_version_3_store_migrates_to_4(tmp_path: Path) -> None:
         assert {"vector_spaces", "space_vectors", "memories_vectors_delete"} <= objects
 
 
+def _pages_for_vectors(path: Path, count: int) -> int:
+    """Pages of the store file that ``count`` vectors of 1,536 bytes add to ``space_vectors``."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        before = connection.execute("PRAGMA page_count").fetchone()[0]
+        connection.execute("BEGIN")
+        connection.executemany(
+            "INSERT INTO space_vectors (space, memory_rowid, vector) VALUES (?, ?, ?)",
+            ((SEMANTIC_MODEL, rowid, bytes([rowid]) * 1536) for rowid in range(1, count + 1)),
+        )
+        connection.execute("COMMIT")
+        return int(connection.execute("PRAGMA page_count").fetchone()[0]) - before
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("migrated", [False, True], ids=["new", "migrated-from-3"])
+def test_space_vectors_fit_in_table_cells(tmp_path: Path, migrated: bool) -> None:
+    # Two 1,536-byte vectors share a 4 KiB page of a rowid table; a WITHOUT ROWID table (as
+    # schema 4 first was) put each on an overflow page of its own: 100 vectors took > 100 pages.
+    path = tmp_path / "s.db"
+    with hotmem.open_store(path) as store:
+        store.add_many(_memories())
+        new_sql = store.connection.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'space_vectors'"
+        ).fetchone()
+    if migrated:
+        _as_version_3(path)
+        with hotmem.open_store(path) as store:
+            found = store.connection.execute(
+                "SELECT sql FROM sqlite_master WHERE name = 'space_vectors'"
+            ).fetchone()
+        assert found == new_sql == (schema.TABLES["space_vectors"],)
+    assert 50 <= _pages_for_vectors(path, 100) <= 60
+
+
 @pytest.mark.parametrize("name", ["store-v1.db"])
 def test_the_committed_test_stores_still_open(tmp_path: Path, name: str) -> None:
     shutil.copy(DATA / name, tmp_path / name)
