@@ -326,9 +326,11 @@ def hydrate(
         model_dir: the model directory for a model embedder (``hotmem.get_embedder``).
         progress: called with (records loaded, records declared) after each chunk.
 
-    A further space is carried as it is only when this HotMem's embedder of its model id loads
-    and has the package's digest, dimension and dtype; otherwise hydration refuses the package
-    before writing anything, unless the space is in ``reindex`` or ``drop_spaces``.
+    A further space is carried as it is only when this HotMem's embedder of its model id has
+    the package's digest, dimension and dtype (``hotmem.embedder_identity``: the model files
+    hashed, the model itself loaded only with ``recompute_vectors`` or ``reindex``); otherwise
+    hydration refuses the package before writing anything, unless the space is in ``reindex``
+    or ``drop_spaces``.
 
     Raises:
         SnapshotError: the package cannot be opened.
@@ -350,7 +352,11 @@ def hydrate(
             []
             if manifest is None
             else plan_spaces(
-                manifest.spaces, reindex=reindex, drop=drop_spaces, model_dir=model_dir
+                manifest.spaces,
+                reindex=reindex,
+                drop=drop_spaces,
+                model_dir=model_dir,
+                recompute_vectors=recompute_vectors,
             )
         )
         remove_leftovers(destination, ".hydrating", _SIDE_FILES)
