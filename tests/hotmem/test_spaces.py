@@ -260,3 +260,39 @@ def test_check_integrity_reports_stray_and_malformed_vectors(tmp_path: Path) -> 
             f"vector space {SEMANTIC_MODEL!r}: 1 vectors of no memory",
             f"vector space {SEMANTIC_MODEL!r}: 1 vectors not of its dimension",
         )
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_insert_packed_splits_one_blob_into_consecutive_rowids(count: int) -> None:
+    connection = sqlite3.connect(":memory:", isolation_level=None)
+    connection.execute(schema.TABLES["space_vectors"])
+    vectors = [bytes([i]) * 7 + b"\x00" for i in range(1, count + 1)]
+    connection.execute("INSERT INTO space_vectors VALUES ('s', 2, x'ff')")  # replaced
+    spaces.insert_packed(connection, "s", 2, b"".join(vectors), 8)
+    rows = connection.execute(
+        "SELECT memory_rowid, vector, typeof(vector) FROM space_vectors ORDER BY memory_rowid"
+    ).fetchall()
+    expected = [(2 + i, vector, "blob") for i, vector in enumerate(vectors)]
+    assert rows == (expected or [(2, b"\xff", "blob")])
+
+
+@pytest.mark.parametrize(
+    ("name", "packed", "width", "message"),
+    [
+        ("s", b"\x00" * 9, 8, "expected whole vectors of 8 bytes, found 9 bytes for the space 's'"),
+        ("s", b"", 0, "expected whole vectors of 0 bytes, found 0 bytes for the space 's'"),
+        (
+            "hotmem-hash-v1",
+            b"\x00" * 8,
+            8,
+            "the vectors of 'hotmem-hash-v1' are written with their memories",
+        ),
+    ],
+)
+def test_insert_packed_refuses(name: str, packed: bytes, width: int, message: str) -> None:
+    connection = sqlite3.connect(":memory:", isolation_level=None)
+    connection.execute(schema.TABLES["space_vectors"])
+    with pytest.raises(hotmem.ValidationError) as raised:
+        spaces.insert_packed(connection, name, 1, packed, width)
+    assert str(raised.value) == message
+    assert connection.execute("SELECT count(*) FROM space_vectors").fetchone() == (0,)

@@ -227,18 +227,14 @@ def _load_spaces(
     connection: sqlite3.Connection, chunk: Chunk, first_rowid: int, choices: list[SpaceChoice]
 ) -> None:
     """Write the chunk's vectors of every kept space, keyed by the rows just inserted."""
-    rowids = range(first_rowid, first_rowid + len(chunk.columns[0]))
     for choice, vectors in zip(choices, chunk.spaces, strict=True):
         if choice.action == "drop":
             continue
+        width = choice.space.vector_bytes
         if choice.action == "reindex" and choice.embedder is not None:
-            computed = choice.embedder.embed_many(chunk.columns[2])
-        else:
-            width = choice.space.vector_bytes
-            computed = [vectors[i : i + width] for i in range(0, len(vectors), width)]
-        store_spaces.insert_vectors(
-            connection, choice.space.name, zip(rowids, computed, strict=True)
-        )
+            width = choice.embedder.dimension * 4
+            vectors = b"".join(choice.embedder.embed_many(chunk.columns[2]))
+        store_spaces.insert_packed(connection, choice.space.name, first_rowid, vectors, width)
 
 
 def _register_spaces(connection: sqlite3.Connection, choices: list[SpaceChoice]) -> None:
