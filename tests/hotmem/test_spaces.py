@@ -262,11 +262,12 @@ def test_check_integrity_reports_stray_and_malformed_vectors(tmp_path: Path) -> 
         )
 
 
-@pytest.mark.parametrize("count", [0, 1, 3])
+# 1,030 vectors: more than one statement's batch (spaces._PACKED_BATCH = 1,024).
+@pytest.mark.parametrize("count", [0, 1, 3, 1030])
 def test_insert_packed_splits_one_blob_into_consecutive_rowids(count: int) -> None:
     connection = sqlite3.connect(":memory:", isolation_level=None)
     connection.execute(schema.TABLES["space_vectors"])
-    vectors = [bytes([i]) * 7 + b"\x00" for i in range(1, count + 1)]
+    vectors = [i.to_bytes(8, "little") for i in range(1, count + 1)]
     connection.execute("INSERT INTO space_vectors VALUES ('s', 2, x'ff')")  # replaced
     spaces.insert_packed(connection, "s", 2, b"".join(vectors), 8)
     rows = connection.execute(
