@@ -12,9 +12,9 @@ best of ``--repeats`` runs (the machine has 2 cores and other work may run besid
 - hydrate: ``hotmem.hydrate(path, target)`` into a new file, records/s (vectors reused);
 - raw load: for context, a bare SQLite bulk insert of the same rows plus one FTS5 rebuild;
 - peak memory: each operation once more in a fresh child process, which reports its peak
-  resident set (``ru_maxrss``) minus its resident set before the operation, and its time (for
-  hydrate: ``hydrate, fresh process``, which includes loading the embedder of a carried space;
-  the in-process runs reuse the embedder the first one loaded);
+  resident set (``VmHWM``) minus its resident set before the operation, and its time (for
+  hydrate: ``hydrate, fresh process``, which includes hashing the model files of a carried
+  space to compare its identity; the model itself is never loaded to carry vectors);
 - cold start: from just before spawning ``python -c "import hotmem; open; search"`` to the
   first result read back, against the hydrated store; Python's bare startup (``-c pass``)
   and ``import hotmem`` alone are given for context.

@@ -15,7 +15,15 @@ from __future__ import annotations
 from hotmem.db import MemoryStore, open_store
 from hotmem.diagnosis import VERDICTS, Diagnosis, Verdict, diagnose
 from hotmem.embed import DIMENSION, MODEL_NAME, embed
-from hotmem.embedders import EMBEDDERS, SEMANTIC_MODEL, Embedder, EmbedderEntry, get_embedder
+from hotmem.embedders import (
+    EMBEDDERS,
+    SEMANTIC_MODEL,
+    Embedder,
+    EmbedderEntry,
+    EmbedderIdentity,
+    embedder_identity,
+    get_embedder,
+)
 from hotmem.errors import (
     DuplicateMemoryError,
     EmbedderError,
@@ -95,6 +103,7 @@ __all__ = [
     "Embedder",
     "EmbedderEntry",
     "EmbedderError",
+    "EmbedderIdentity",
     "Explanation",
     "HotmemError",
     "HydrationError",
@@ -125,6 +134,7 @@ __all__ = [
     "__version__",
     "diagnose",
     "embed",
+    "embedder_identity",
     "explain",
     "field_breach",
     "fixed_clock",

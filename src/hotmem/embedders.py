@@ -18,6 +18,10 @@ The registry ``EMBEDDERS`` maps each model id to an ``EmbedderEntry``. An entry 
 optional extra imports nothing until it is loaded: without the extra, ``get_embedder`` raises a
 ``MissingExtraError`` naming it, and everything else works (``import hotmem`` loads the standard
 library only).
+
+``embedder_identity`` gives the four values without building the embedder: for the semantic
+model, hashing its files (about 0.1 s) instead of loading the ONNX session (0.6 s and 280 MiB).
+Hydration uses it to decide that a package's vectors can be carried as they are.
 """
 
 from __future__ import annotations
@@ -43,8 +47,11 @@ __all__ = [
     "SEMANTIC_MODEL",
     "Embedder",
     "EmbedderEntry",
+    "EmbedderIdentity",
     "HashEmbedder",
+    "embedder_identity",
     "get_embedder",
+    "identity_of",
     "install_hint",
 ]
 
@@ -77,6 +84,22 @@ class Embedder(Protocol):
             ValidationError: ``texts`` is a string, or holds something that is not a string.
         """
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderIdentity:
+    """Which vectors an embedder makes: the values recorded beside them (see the module
+    docstring), without the embedder itself."""
+
+    model_id: str
+    digest: str
+    dimension: int
+    dtype: str
+
+
+def identity_of(embedder: Embedder) -> EmbedderIdentity:
+    """The identity of a loaded embedder."""
+    return EmbedderIdentity(embedder.model_id, embedder.digest, embedder.dimension, embedder.dtype)
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:
@@ -132,6 +155,9 @@ class EmbedderEntry:
         extra: the optional extra it needs, or ``None`` when it is standard library only.
         modules: the modules the extra provides, checked before anything is imported.
         load: builds the embedder from an optional model directory (already resolved).
+        identify: the embedder's identity from the same directory without building it, or
+            ``None`` when only the built embedder can tell (files of an unknown dimension);
+            ``None`` instead of a function: the identity is always the built embedder's.
     """
 
     model_id: str
@@ -139,6 +165,7 @@ class EmbedderEntry:
     extra: str | None
     modules: tuple[str, ...]
     load: Callable[[Path | None], Embedder]
+    identify: Callable[[Path | None], EmbedderIdentity | None] | None = None
 
     def missing_modules(self) -> tuple[str, ...]:
         """The modules of ``modules`` that cannot be found (nothing is imported)."""
@@ -152,6 +179,19 @@ def _load_hash(model_dir: Path | None) -> Embedder:
             f"found model_dir={str(model_dir)!r}"
         )
     return HashEmbedder()
+
+
+def _identify_hash(model_dir: Path | None) -> EmbedderIdentity:
+    return identity_of(_load_hash(model_dir))
+
+
+def _identify_semantic(model_dir: Path | None) -> EmbedderIdentity | None:
+    from hotmem.semantic import sources  # standard library only
+
+    digest = sources.model_digest(model_dir)
+    if digest != sources.PINNED_DIGEST:
+        return None  # other files: their width is known once the session is built
+    return EmbedderIdentity(SEMANTIC_MODEL, digest, sources.PINNED_DIMENSION, DTYPE)
 
 
 def _load_semantic(model_dir: Path | None) -> Embedder:
@@ -171,6 +211,7 @@ EMBEDDERS: Mapping[str, EmbedderEntry] = MappingProxyType(
                 extra=None,
                 modules=(),
                 load=_load_hash,
+                identify=_identify_hash,
             ),
             EmbedderEntry(
                 model_id=SEMANTIC_MODEL,
@@ -178,10 +219,26 @@ EMBEDDERS: Mapping[str, EmbedderEntry] = MappingProxyType(
                 extra="semantic",
                 modules=("numpy", "onnxruntime", "tokenizers"),
                 load=_load_semantic,
+                identify=_identify_semantic,
             ),
         )
     }
 )
+
+
+def _entry(model_id: str) -> EmbedderEntry:
+    entry = EMBEDDERS.get(model_id)
+    if entry is None:
+        raise ValidationError(
+            f"expected a model id among {sorted(EMBEDDERS)}, found model_id={model_id!r}"
+        )
+    return entry
+
+
+def _directory(entry: EmbedderEntry, model_dir: str | os.PathLike[str] | None) -> str | None:
+    if model_dir is None and entry.extra is not None:
+        model_dir = os.environ.get(MODEL_DIR_ENV) or None
+    return None if model_dir is None else str(Path(model_dir).resolve())
 
 
 def get_embedder(model_id: str, *, model_dir: str | os.PathLike[str] | None = None) -> Embedder:
@@ -201,26 +258,48 @@ def get_embedder(model_id: str, *, model_dir: str | os.PathLike[str] | None = No
         MissingExtraError: the extra the embedder needs is not installed (the message names it).
         EmbedderError: the model files are missing, unreadable or fail their digest check.
     """
-    entry = EMBEDDERS.get(model_id)
-    if entry is None:
-        raise ValidationError(
-            f"expected a model id among {sorted(EMBEDDERS)}, found model_id={model_id!r}"
+    return _load(model_id, _directory(_entry(model_id), model_dir))
+
+
+def embedder_identity(
+    model_id: str, *, model_dir: str | os.PathLike[str] | None = None
+) -> EmbedderIdentity:
+    """The identity ``get_embedder(model_id, model_dir=model_dir)`` would have, without
+    building it when its files tell (the pinned model's files, by their digest); files of
+    another digest are loaded, since only their session knows its dimension.
+
+    Identities are kept for the life of the process, one per (model id, model directory).
+
+    Raises:
+        ValidationError, MissingExtraError, EmbedderError: as ``get_embedder`` (the extra's
+            modules must be installed, although none is imported for the pinned model).
+    """
+    return _identify(model_id, _directory(_entry(model_id), model_dir))
+
+
+def _require_extra(entry: EmbedderEntry) -> None:
+    missing = entry.missing_modules()
+    if entry.extra is not None and missing:
+        raise MissingExtraError(
+            f"the embedder {entry.model_id!r} needs the {entry.extra!r} extra, which is not "
+            f"installed (missing modules: {', '.join(missing)}); install it with "
+            f"{install_hint(entry.extra)}",
+            extra=entry.extra,
+            missing=missing,
         )
-    if model_dir is None and entry.extra is not None:
-        model_dir = os.environ.get(MODEL_DIR_ENV) or None
-    directory = None if model_dir is None else str(Path(model_dir).resolve())
-    return _load(model_id, directory)
 
 
 @functools.lru_cache(maxsize=8)
 def _load(model_id: str, directory: str | None) -> Embedder:
     entry = EMBEDDERS[model_id]
-    missing = entry.missing_modules()
-    if entry.extra is not None and missing:
-        raise MissingExtraError(
-            f"the embedder {model_id!r} needs the {entry.extra!r} extra, which is not installed "
-            f"(missing modules: {', '.join(missing)}); install it with {install_hint(entry.extra)}",
-            extra=entry.extra,
-            missing=missing,
-        )
+    _require_extra(entry)
     return entry.load(None if directory is None else Path(directory))
+
+
+@functools.lru_cache(maxsize=8)
+def _identify(model_id: str, directory: str | None) -> EmbedderIdentity:
+    entry = EMBEDDERS[model_id]
+    _require_extra(entry)
+    path = None if directory is None else Path(directory)
+    identity = None if entry.identify is None else entry.identify(path)
+    return identity_of(_load(model_id, directory)) if identity is None else identity

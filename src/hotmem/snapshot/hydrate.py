@@ -227,18 +227,14 @@ def _load_spaces(
     connection: sqlite3.Connection, chunk: Chunk, first_rowid: int, choices: list[SpaceChoice]
 ) -> None:
     """Write the chunk's vectors of every kept space, keyed by the rows just inserted."""
-    rowids = range(first_rowid, first_rowid + len(chunk.columns[0]))
     for choice, vectors in zip(choices, chunk.spaces, strict=True):
         if choice.action == "drop":
             continue
+        width = choice.space.vector_bytes
         if choice.action == "reindex" and choice.embedder is not None:
-            computed = choice.embedder.embed_many(chunk.columns[2])
-        else:
-            width = choice.space.vector_bytes
-            computed = [vectors[i : i + width] for i in range(0, len(vectors), width)]
-        store_spaces.insert_vectors(
-            connection, choice.space.name, zip(rowids, computed, strict=True)
-        )
+            width = choice.embedder.dimension * 4
+            vectors = b"".join(choice.embedder.embed_many(chunk.columns[2]))
+        store_spaces.insert_packed(connection, choice.space.name, first_rowid, vectors, width)
 
 
 def _register_spaces(connection: sqlite3.Connection, choices: list[SpaceChoice]) -> None:
@@ -326,9 +322,11 @@ def hydrate(
         model_dir: the model directory for a model embedder (``hotmem.get_embedder``).
         progress: called with (records loaded, records declared) after each chunk.
 
-    A further space is carried as it is only when this HotMem's embedder of its model id loads
-    and has the package's digest, dimension and dtype; otherwise hydration refuses the package
-    before writing anything, unless the space is in ``reindex`` or ``drop_spaces``.
+    A further space is carried as it is only when this HotMem's embedder of its model id has
+    the package's digest, dimension and dtype (``hotmem.embedder_identity``: the model files
+    hashed, the model itself loaded only with ``recompute_vectors`` or ``reindex``); otherwise
+    hydration refuses the package before writing anything, unless the space is in ``reindex``
+    or ``drop_spaces``.
 
     Raises:
         SnapshotError: the package cannot be opened.
@@ -350,7 +348,11 @@ def hydrate(
             []
             if manifest is None
             else plan_spaces(
-                manifest.spaces, reindex=reindex, drop=drop_spaces, model_dir=model_dir
+                manifest.spaces,
+                reindex=reindex,
+                drop=drop_spaces,
+                model_dir=model_dir,
+                recompute_vectors=recompute_vectors,
             )
         )
         remove_leftovers(destination, ".hydrating", _SIDE_FILES)

@@ -2,9 +2,13 @@
 
 A package's further spaces (``Manifest.spaces``) carry vectors made by a model with a digest.
 This HotMem can use them as they are only when it knows the model and its own embedder has the
-same digest, dimension and dtype (``reusable``). Otherwise hydration refuses the package unless
-told to rebuild the space with this HotMem's embedder (``reindex``) or to leave it out
-(``drop``); verification with ``recompute_vectors`` says which spaces it could not recompute.
+same digest, dimension and dtype. Otherwise hydration refuses the package unless told to
+rebuild the space with this HotMem's embedder (``reindex``) or to leave it out (``drop``);
+verification with ``recompute_vectors`` says which spaces it could not recompute.
+
+Carrying a space compares identities only (``hotmem.embedders.embedder_identity``: the model
+files hashed, no session built); the embedder is loaded only when vectors are computed
+(reindexed, or recomputed to check them).
 """
 
 from __future__ import annotations
@@ -15,11 +19,18 @@ from dataclasses import dataclass
 from typing import Literal
 
 from hotmem.embed import MODEL_NAME
-from hotmem.embedders import EMBEDDERS, Embedder, get_embedder
+from hotmem.embedders import (
+    EMBEDDERS,
+    Embedder,
+    EmbedderIdentity,
+    embedder_identity,
+    get_embedder,
+    identity_of,
+)
 from hotmem.errors import EmbedderError, HydrationError, MissingExtraError, ValidationError
 from hotmem.snapshot.manifest import SpaceMeta
 
-__all__ = ["Action", "SpaceChoice", "plan_spaces", "usable_embedder"]
+__all__ = ["Action", "SpaceChoice", "carry_refusal", "plan_spaces", "usable_embedder"]
 
 #: ``carry``: load the package's vectors; ``reindex``: embed the facts with this HotMem's
 #: embedder instead; ``drop``: leave the space out of the target.
@@ -33,12 +44,34 @@ class SpaceChoice:
     Attributes:
         space: the space as the manifest declares it.
         action: what hydration does (``Action``).
-        embedder: this HotMem's embedder of the space (``None`` when dropped).
+        embedder: this HotMem's embedder of the space when hydration computes vectors with
+            it (reindexed, or carried with ``recompute_vectors``), else ``None``.
     """
 
     space: SpaceMeta
     action: Action
     embedder: Embedder | None
+
+
+def _mismatch(space: SpaceMeta, ours: EmbedderIdentity) -> str | None:
+    for field, mine in (
+        ("digest", ours.digest),
+        ("dimension", ours.dimension),
+        ("dtype", ours.dtype),
+    ):
+        theirs = getattr(space, field)
+        if theirs != mine:
+            return (
+                f"this HotMem's {space.model_id} has {field} {mine!r}, the package's "
+                f"{field} {theirs!r} (another model made its vectors)"
+            )
+    return None
+
+
+def _unknown(space: SpaceMeta) -> str | None:
+    if space.model_id in EMBEDDERS:
+        return None
+    return f"this HotMem has no embedder {space.model_id!r} (it has {', '.join(EMBEDDERS)})"
 
 
 def usable_embedder(space: SpaceMeta, model_dir: str | os.PathLike[str] | None) -> Embedder | str:
@@ -47,23 +80,28 @@ def usable_embedder(space: SpaceMeta, model_dir: str | os.PathLike[str] | None) 
     The reason is one sentence: the model is unknown, its extra is missing, its files cannot
     be loaded, or it is another model (digest, dimension or dtype) than the package's.
     """
-    if space.model_id not in EMBEDDERS:
-        return f"this HotMem has no embedder {space.model_id!r} (it has {', '.join(EMBEDDERS)})"
+    unknown = _unknown(space)
+    if unknown is not None:
+        return unknown
     embedder = _target_embedder(space, model_dir)
     if isinstance(embedder, str):
         return embedder
-    for field, ours in (
-        ("digest", embedder.digest),
-        ("dimension", embedder.dimension),
-        ("dtype", embedder.dtype),
-    ):
-        theirs = getattr(space, field)
-        if theirs != ours:
-            return (
-                f"this HotMem's {space.model_id} has {field} {ours!r}, the package's "
-                f"{field} {theirs!r} (another model made its vectors)"
-            )
-    return embedder
+    mismatch = _mismatch(space, identity_of(embedder))
+    return embedder if mismatch is None else mismatch
+
+
+def carry_refusal(space: SpaceMeta, model_dir: str | os.PathLike[str] | None) -> str | None:
+    """Why this HotMem cannot carry the package's vectors of ``space`` as they are, or
+    ``None`` when it can: the reasons of ``usable_embedder``, decided from the embedder's
+    identity (its files hashed), without loading it."""
+    unknown = _unknown(space)
+    if unknown is not None:
+        return unknown
+    try:
+        identity = embedder_identity(space.model_id, model_dir=model_dir)
+    except (MissingExtraError, EmbedderError, ValidationError) as error:
+        return str(error)
+    return _mismatch(space, identity)
 
 
 def _target_embedder(space: SpaceMeta, model_dir: str | os.PathLike[str] | None) -> Embedder | str:
@@ -98,8 +136,12 @@ def plan_spaces(
     reindex: Collection[str] = (),
     drop: Collection[str] = (),
     model_dir: str | os.PathLike[str] | None = None,
+    recompute_vectors: bool = False,
 ) -> list[SpaceChoice]:
     """Decide, for every space of a package, what hydration does with it.
+
+    A carried space's embedder is loaded only with ``recompute_vectors`` (to check its
+    vectors); otherwise the identity of the embedder decides (``carry_refusal``).
 
     Raises:
         HydrationError: a space cannot be carried and is neither reindexed nor dropped; a
@@ -129,14 +171,19 @@ def plan_spaces(
                 )
             choices.append(SpaceChoice(space, "reindex", embedder))
             continue
-        usable = usable_embedder(space, model_dir)
-        if isinstance(usable, str):
+        carried: Embedder | None = None
+        if recompute_vectors:  # its vectors are checked: the embedder itself is needed
+            usable = usable_embedder(space, model_dir)
+            refusal, carried = (usable, None) if isinstance(usable, str) else (None, usable)
+        else:
+            refusal = carry_refusal(space, model_dir)
+        if refusal is not None:
             raise HydrationError(
                 f"the package's vector space {space.name!r} (digest {space.digest[:12]}...) "
-                f"cannot be used as it is: {usable}; pass {_option('--reindex', space.name)} "
+                f"cannot be used as it is: {refusal}; pass {_option('--reindex', space.name)} "
                 f"to rebuild it with this HotMem's embedder, or "
                 f"{_option('--drop-space', space.name)} to hydrate without it "
                 "(hydrate(..., reindex=[...], drop_spaces=[...])); nothing was written"
             )
-        choices.append(SpaceChoice(space, "carry", usable))
+        choices.append(SpaceChoice(space, "carry", carried))
     return choices
