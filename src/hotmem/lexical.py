@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -96,9 +96,20 @@ def all_matches(connection: sqlite3.Connection, query: LexicalQuery) -> dict[int
     A memory matching words and CJK grams sums both tables' BM25 (BM25 is a sum over query
     terms), the word index first.
     """
+    return _summed(connection, query, bm25_sql, ())
+
+
+def _summed(
+    connection: sqlite3.Connection,
+    query: LexicalQuery,
+    sql: Callable[[Table], str],
+    extra: tuple[object, ...],
+) -> dict[int, float]:
+    """rowid -> raw BM25 summed over the tables ``query`` has terms in, the word index first
+    (``sql(table)`` takes the ``MATCH`` expression, then ``extra``)."""
     found: dict[int, float] = {}
     for table, expression in _expressions(query):
-        rows = connection.execute(bm25_sql(table), (expression,))
+        rows = connection.execute(sql(table), (expression, *extra))
         if not found:
             found = dict(rows)
             continue
@@ -113,16 +124,7 @@ def matches_among(
     """What :func:`all_matches` gives, for the memories of ``rowids`` only (the same bits)."""
     if not rowids:
         return {}
-    chosen = json.dumps(sorted(rowids))
-    found: dict[int, float] = {}
-    for table, expression in _expressions(query):
-        rows = connection.execute(among_sql(table), (expression, chosen))
-        if not found:
-            found = dict(rows)
-            continue
-        for rowid, raw in rows:
-            found[rowid] = found.get(rowid, 0.0) + raw
-    return found
+    return _summed(connection, query, among_sql, (json.dumps(sorted(rowids)),))
 
 
 def phrase_counts(connection: sqlite3.Connection, terms: Iterable[Phrase]) -> list[int]:

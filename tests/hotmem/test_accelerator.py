@@ -14,8 +14,6 @@ from hotmem import vectors
 from hotmem.accelerator import MatrixScan
 from hotmem.embed import embed
 
-pytest.importorskip("numpy")  # in the dev group; tests/hotmem/test_without_extras.py covers absence
-
 
 @pytest.fixture(autouse=True, scope="module")
 def _accelerate_small_scopes() -> Iterator[None]:

@@ -24,8 +24,6 @@ from tests.hotmem.packages import (
     write_members,
 )
 
-pytest.importorskip("onnxruntime")  # the no-extra path is test_without_extras.py
-
 MODEL = "all-minilm-l6-v2"
 MEMBER = f"spaces/{MODEL}/000000.f32"
 FACTS = [

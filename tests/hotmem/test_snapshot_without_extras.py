@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.hotmem.test_without_extras import EXTRA, ROOT, uv
+from tests.hotmem.test_without_extras import EXTRA, venv_without_extras
 
 PROBE = textwrap.dedent(
     """
@@ -42,14 +41,7 @@ PROBE = textwrap.dedent(
 
 @pytest.mark.slow
 def test_a_semantic_package_without_the_extra(tmp_path: Path) -> None:
-    pytest.importorskip("onnxruntime")  # to write the package here
-    environment = tmp_path / "venv"
-    python = environment / "bin" / "python"
-    subprocess.run(
-        [uv(), "venv", "--quiet", "--python", sys.executable, str(environment)], check=True
-    )
-    install = [uv(), "pip", "install", "--quiet", "--offline", "--no-deps"]
-    subprocess.run([*install, "--python", str(python), str(ROOT)], check=True)
+    python = venv_without_extras(tmp_path)
     import hotmem
 
     with hotmem.open_store(tmp_path / "source.db") as store:

@@ -17,7 +17,8 @@ from hotmem import space_scan
 from hotmem.embedders import SEMANTIC_MODEL
 from hotmem.fts import lexical_query
 from hotmem.fusion import Weights
-from hotmem.topk import Rule, Search, exhaustive_top_k, top_k
+from hotmem.topk import Rule
+from tests.hotmem.test_topk import both_rankings
 
 FACTS = {
     "m0": ("Invoices above EUR 5,000 need two approvals.", "acme-finance"),
@@ -139,23 +140,8 @@ def test_the_bounded_top_k_over_a_space_is_exhaustive_scoring(
         scope = index.scope(identifier)
         vector = hotmem.get_embedder(SEMANTIC_MODEL).embed_many([query])[0]
         scan = space_scan.scan(crowded.space_matrix(SEMANTIC_MODEL), vector, scope)
-        search = Search(
-            scan,
-            scope,
-            index.position,
-            index.rowids,
-            index.importances,
-            index.memory_ids,
-            rule,
-            limit,
-            index.top_importance(scope),
-        )
-        terms = lexical_query(query)
-        assert terms
-        bounded, exhaustive = (
-            top_k(connection, terms, search),
-            exhaustive_top_k(connection, terms, search),
-        )
+        assert lexical_query(query)
+        bounded, exhaustive = both_rankings(connection, index, scan, scope, query, rule, limit)
     assert bounded.top == exhaustive.top
     assert bounded.best == exhaustive.best
     # Every exact cosine is the same bits one by one and among all of them.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sqlite3
 from collections.abc import Iterator
 
 import pytest
@@ -15,6 +16,7 @@ from hotmem.embed import embed
 from hotmem.fts import lexical_query
 from hotmem.fusion import Weights
 from hotmem.topk import Ranked, Rule, Search, exhaustive_top_k, top_k
+from hotmem.vectors import CosineScan, VectorIndex
 
 NUMPY = importlib.util.find_spec("numpy") is not None
 
@@ -56,6 +58,19 @@ def _search(
     scan = None
     if rule.floor is not None:
         scan = index.scan(embed(query), scope, accelerated=accelerated)
+    return both_rankings(store.connection, index, scan, scope, query, rule, limit)
+
+
+def both_rankings(
+    connection: sqlite3.Connection,
+    index: VectorIndex,
+    scan: CosineScan | None,
+    scope: range,
+    query: str,
+    rule: Rule,
+    limit: int,
+) -> tuple[Ranked, Ranked]:
+    """The bounded and the exhaustive top ``limit`` of ``query`` over ``scan`` in ``scope``."""
     search = Search(
         scan,
         scope,
@@ -68,9 +83,7 @@ def _search(
         index.top_importance(scope),
     )
     lexical = lexical_query(query)
-    return top_k(store.connection, lexical, search), exhaustive_top_k(
-        store.connection, lexical, search
-    )
+    return top_k(connection, lexical, search), exhaustive_top_k(connection, lexical, search)
 
 
 def _same(bounded: Ranked, exhaustive: Ranked) -> None:

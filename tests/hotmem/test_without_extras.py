@@ -90,8 +90,9 @@ def uv() -> str:
     return found
 
 
-@pytest.mark.slow
-def test_without_the_extras_hotmem_works_and_asking_for_one_names_it(tmp_path: Path) -> None:
+def venv_without_extras(tmp_path: Path) -> Path:
+    """A virtual environment in ``tmp_path`` with HotMem alone installed (offline, no
+    dependencies, so no extra); its python."""
     environment = tmp_path / "venv"
     python = environment / "bin" / "python"
     subprocess.run(
@@ -99,6 +100,12 @@ def test_without_the_extras_hotmem_works_and_asking_for_one_names_it(tmp_path: P
     )
     install = [uv(), "pip", "install", "--quiet", "--offline", "--no-deps"]
     subprocess.run([*install, "--python", str(python), str(ROOT)], check=True)
+    return python
+
+
+@pytest.mark.slow
+def test_without_the_extras_hotmem_works_and_asking_for_one_names_it(tmp_path: Path) -> None:
+    python = venv_without_extras(tmp_path)
     # A real model directory: without the modules, even it cannot be used.
     model_dir = tmp_path / "model"
     model_dir.mkdir()
@@ -157,13 +164,7 @@ SPACE_PROBE = textwrap.dedent(
 
 @pytest.mark.slow
 def test_a_store_with_a_semantic_space_works_without_the_extra(tmp_path: Path) -> None:
-    environment = tmp_path / "venv"
-    python = environment / "bin" / "python"
-    subprocess.run(
-        [uv(), "venv", "--quiet", "--python", sys.executable, str(environment)], check=True
-    )
-    install = [uv(), "pip", "install", "--quiet", "--offline", "--no-deps"]
-    subprocess.run([*install, "--python", str(python), str(ROOT)], check=True)
+    python = venv_without_extras(tmp_path)
     import hotmem  # here, with the extra: build the space the other process cannot
 
     path = tmp_path / "semantic.db"

@@ -90,14 +90,16 @@ class ModelFiles:
         return files_digest(self.sha256)
 
 
+def _unreadable(path: Path, origin: str, error: OSError) -> EmbedderError:
+    reason = error.strerror or type(error).__name__
+    return EmbedderError(f"expected a readable {path.name} ({origin}) at {path}: {reason}")
+
+
 def _read(path: Path, origin: str) -> bytes:
     try:
         return path.read_bytes()
     except OSError as error:
-        reason = error.strerror or type(error).__name__
-        raise EmbedderError(
-            f"expected a readable {path.name} ({origin}) at {path}: {reason}"
-        ) from None
+        raise _unreadable(path, origin, error) from None
 
 
 def _sha256_of(path: Path, origin: str) -> str:
@@ -105,10 +107,7 @@ def _sha256_of(path: Path, origin: str) -> str:
         with path.open("rb") as file:
             return hashlib.file_digest(file, "sha256").hexdigest()
     except OSError as error:
-        reason = error.strerror or type(error).__name__
-        raise EmbedderError(
-            f"expected a readable {path.name} ({origin}) at {path}: {reason}"
-        ) from None
+        raise _unreadable(path, origin, error) from None
 
 
 def _decode(data: bytes, path: str) -> str:
