@@ -21,6 +21,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Literal
 
 from hotmem.fts import LexicalQuery, match_expression
@@ -137,7 +138,7 @@ def phrase_counts(connection: sqlite3.Connection, terms: Iterable[Phrase]) -> li
 def phrase_members(connection: sqlite3.Connection, phrase: Phrase) -> frozenset[int]:
     """The rowids of the memories matching ``phrase`` (no BM25 is computed)."""
     sql = f"SELECT rowid FROM {phrase.table} WHERE {phrase.table} MATCH ?"
-    return frozenset(row[0] for row in connection.execute(sql, (phrase.expression,)))
+    return frozenset(map(itemgetter(0), connection.execute(sql, (phrase.expression,))))
 
 
 def phrase_scores(connection: sqlite3.Connection, phrase: Phrase) -> dict[int, float]:

@@ -101,9 +101,16 @@ class Ranked:
 
 
 def in_scope(found: dict[int, float], position: dict[int, int], scope: range) -> dict[int, float]:
-    """rowid-keyed values -> position-keyed values, for the positions in ``scope``."""
+    """rowid-keyed values -> position-keyed values, for the positions in ``scope``.
+
+    This runs once per term read and per batch scored, over tens of thousands of matches when a
+    query has common words, so the keys are mapped by ``map`` (no Python frame a match) and the
+    range test is skipped when ``scope`` is the whole index.
+    """
+    keyed = zip(map(position.__getitem__, found), found.values(), strict=True)
+    if scope.start == 0 and scope.stop >= len(position):
+        return dict(keyed)
     start, stop = scope.start, scope.stop
-    keyed = ((position[rowid], value) for rowid, value in found.items())
     return {p: value for p, value in keyed if start <= p < stop}
 
 
@@ -206,18 +213,19 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
     ]
     read = cheap or pending[:1]
     pending = [i for i in pending if i not in read]
-    partial: dict[int, float] = {}
+    partial: dict[int, float] = {}  # position in scope -> read share
     members: dict[int, frozenset[int]] = {}  # deferred term -> positions of its members
     computed = 0
     while True:
         for i in read:
-            shares = lexical.phrase_scores(connection, terms[i])
-            computed += len(shares)
+            found = lexical.phrase_scores(connection, terms[i])
+            computed += len(found)
+            shares = in_scope(found, search.position, search.scope)
             if not partial:
                 partial = shares
                 continue
-            for rowid, share in shares.items():
-                partial[rowid] = partial.get(rowid, 0.0) + share
+            for p, share in shares.items():
+                partial[p] = partial.get(p, 0.0) + share
         # Which deferred terms a memory may match: all of them, until their members are known.
         unknown = [i for i in pending if i not in members]
         fetchable = [i for i in unknown if 2 * counts[i] < rows[terms[i].table]]
@@ -244,16 +252,16 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
 def _bounded(
     connection: sqlite3.Connection,
     query: LexicalQuery,
-    partial_by_rowid: dict[int, float],
+    partial: dict[int, float],
     deferred: Deferred,
     search: Search,
     computed: int,
     refinable: bool,
 ) -> Ranked | Literal["loose", "crowded"]:
-    """The answer from the read shares and the deferred bounds; ``"loose"`` when another term
-    must be read first, ``"crowded"`` (only when ``refinable``) when learning who matches a
-    deferred term would cut down the finalists (``bounds.py``)."""
-    partial = in_scope(partial_by_rowid, search.position, search.scope)
+    """The answer from the read shares (``partial``: position in scope -> share) and the
+    deferred bounds; ``"loose"`` when another term must be read first, ``"crowded"`` (only when
+    ``refinable``) when learning who matches a deferred term would cut down the finalists
+    (``bounds.py``)."""
     total = deferred.total
     top_partial = max(partial.values(), default=0.0)
     if top_partial * (1 - RELATIVE) <= total * (1 + RELATIVE):
