@@ -357,6 +357,7 @@ def _prepared(
         rule=rule_of(profile),
         limit=limit,
         top_importance=index.top_importance(scope),
+        counts=index.lexical_counts,
     )
 
 

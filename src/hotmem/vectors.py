@@ -28,6 +28,7 @@ from typing import Any, Literal, Protocol
 from hotmem import bounds
 from hotmem.bounds import Finalists, Problem
 from hotmem.embed import DIMENSION, VECTOR_BYTES
+from hotmem.lexical import Counts
 
 __all__ = ["CosineScan", "DamagedRowError", "Scan", "VectorIndex", "cosine"]
 
@@ -124,6 +125,8 @@ class VectorIndex:
     #: accelerated scan (``accelerator.Arrays``).
     arrays: Any = field(default=None, repr=False)
     _top_importance: dict[tuple[int, int], float] = field(default_factory=dict, repr=False)
+    #: The lexical indexes' counts in the same state of the store (``lexical.Counts``).
+    lexical_counts: Counts = field(default_factory=Counts, repr=False)
 
     @classmethod
     def load(cls, connection: sqlite3.Connection) -> VectorIndex:

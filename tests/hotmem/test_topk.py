@@ -5,13 +5,14 @@ from __future__ import annotations
 import importlib.util
 import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 import hotmem
-from hotmem import vectors
+from hotmem import lexical, vectors
 from hotmem.embed import embed
 from hotmem.fts import lexical_query
 from hotmem.fusion import Weights
@@ -218,3 +219,57 @@ def test_a_small_scope_reads_only_its_own_matches_exactly(query: str) -> None:
             _same(bounded, exhaustive)
             if query != "zzz":
                 assert bounded.bm25_rows < exhaustive.bm25_rows
+
+
+def test_term_counts_are_kept_for_one_state_of_the_store(tmp_path: Path) -> None:
+    # The counts behind the bounds are read once per state: a write by this store or by
+    # another process starts them again, so a search never bounds with a stale count.
+    path = tmp_path / "counts.db"
+    rows = [
+        {
+            "fact": f"common note {i} " + ("invoice" if i % 100 == 0 else f"topic{i % 37}"),
+            "identifier": "org",
+            "memory_id": f"m-{i:05d}",
+        }
+        for i in range(2_000)
+    ]
+    common, invoice = lexical.phrases(lexical_query("common invoice"))
+    with hotmem.open_store(path) as store, hotmem.open_store(path) as other:
+        store.add_many(rows)
+        hotmem.search_memories(store, "common invoice")
+        counts = store.vector_index().lexical_counts
+        assert counts.phrases == {common: 2_000, invoice: 20}
+        assert counts.rows == {"memories_fts": 2_000}
+        hotmem.search_memories(store, "invoice common")
+        assert store.vector_index().lexical_counts is counts  # nothing counted again
+
+        other.add_many(
+            [
+                {"fact": "invoice approval", "identifier": "org", "memory_id": f"o-{i}"}
+                for i in range(30)
+            ]
+        )
+        hotmem.search_memories(store, "common invoice")
+        assert store.vector_index().lexical_counts.phrases == {common: 2_000, invoice: 50}
+        _same(*_search(store, "common invoice", None, Rule(Weights(), 0.4), 5))
+
+        store.add("invoice due", identifier="org", memory_id="s-1")
+        hotmem.search_memories(store, "common invoice")
+        assert store.vector_index().lexical_counts.phrases == {common: 2_000, invoice: 51}
+        assert store.vector_index().lexical_counts.rows == {"memories_fts": 2_031}
+
+
+def test_term_counts_start_again_past_their_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    with hotmem.open_store(":memory:") as store:
+        store.add_many(
+            [
+                {"fact": f"alpha beta gamma {i}", "identifier": "a", "memory_id": f"m-{i}"}
+                for i in range(3)
+            ]
+        )
+        counts = lexical.Counts()
+        monkeypatch.setattr(lexical.Counts, "LIMIT", 2)
+        alpha, beta, gamma = lexical.phrases(lexical_query("alpha beta gamma"))
+        assert counts.phrase_counts(store.connection, [alpha, beta]) == [3, 3]
+        assert counts.phrase_counts(store.connection, [gamma, gamma]) == [3, 3]
+        assert counts.phrases == {gamma: 3}
