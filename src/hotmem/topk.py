@@ -57,13 +57,6 @@ _FIRST_BATCH = 512
 #: More finalists or contenders than this, and who matches the rarest unknown deferred term
 #: is read first.
 _CROWD = _FIRST_BATCH
-#: A batch's restricted query walks every doclist of the query twice (FTS5 counts each
-#: phrase's matches for its IDF, then merges them) whatever the batch's size, and computes one
-#: BM25 a memory kept, which costs about as much as walking this many doclist entries
-#: (measured: 1.1 µs a BM25, 0.05 µs an entry). So a batch is never smaller than the query's
-#: entries over this: when the doclists are long, the finalists are scored in fewer, larger
-#: batches (at most twice the work of the smallest batch that would have done).
-_ENTRIES_PER_BM25 = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,9 +236,7 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
             unknown=sum(ceilings[i] for i in unknown),
             known=tuple((ceilings[i], members[i]) for i in pending if i in members),
         )
-        answer = _bounded(
-            connection, query, partial, deferred, search, computed, bool(fetchable), sum(counts)
-        )
+        answer = _bounded(connection, query, partial, deferred, search, computed, bool(fetchable))
         if isinstance(answer, Ranked):
             return answer
         if answer == "crowded":  # learn who matches the rarest unknown deferred term
@@ -269,7 +260,6 @@ def _bounded(
     search: Search,
     computed: int,
     refinable: bool,
-    entries: int,
 ) -> Ranked | Literal["loose", "crowded"]:
     """The answer from the read shares (``partial``: position in scope -> share) and the
     deferred bounds; ``"loose"`` when another term must be read first, ``"crowded"`` (only when
@@ -298,7 +288,7 @@ def _bounded(
         return found
     if refinable and max(len(found.ranked), len(found.contenders)) > _CROWD:
         return "crowded"
-    return _resolve(connection, query, search, found, computed, entries)
+    return _resolve(connection, query, search, found, computed)
 
 
 def _resolve(
@@ -307,14 +297,12 @@ def _resolve(
     search: Search,
     found: Finalists,
     computed: int,
-    entries: int,
 ) -> Ranked:
     """Score the finalists exactly, highest upper bound first, in growing batches, until no
     finalist left can reach the ``limit``-th exact score found (or ``threshold``).
 
     The first batch also reads best's contenders, so ``best`` is exact from then on. Each
-    batch is one restricted query (``lexical.matches_among``) and exact cosines; ``entries``
-    (how many doclist entries the query's phrases hold) sizes the later batches.
+    batch is one restricted query (``lexical.matches_among``) and exact cosines.
     """
     rule, importances, rowids = search.rule, search.importances, search.rowids
     wv, wl, wi = rule.weights.cosine, rule.weights.bm25, rule.weights.importance
@@ -323,7 +311,7 @@ def _resolve(
     scored: list[int] = []
     kept: list[float] = []  # a min-heap of the limit best exact scores
     best = 0.0
-    size, start = max(_FIRST_BATCH, entries // _ENTRIES_PER_BM25), 0
+    size, start = _FIRST_BATCH, 0
     while start < len(finalists) and finalists[start][0] >= threshold:
         stop = start
         while stop < len(finalists) and stop - start < size and finalists[stop][0] >= threshold:
