@@ -9,7 +9,7 @@ giving the same bits for a memory:
   an expression (``+rowid``), not an index constraint, so FTS5 runs the query once, computes
   its IDFs once, and ``bm25()`` runs only for the rows kept; a rowid equality would restart the
   query, IDFs included, for every memory;
-- :func:`phrase_scores`: one term's contribution to every memory matching it.
+- :func:`phrase_scores`: some terms' contribution to every memory matching one of them.
 
 :func:`phrase_counts` gives how many memories match each term, from which an upper bound of the
 term's contribution follows (``topk.py``); :class:`Counts` keeps them for one state of the
@@ -176,9 +176,22 @@ def phrase_members(connection: sqlite3.Connection, phrase: Phrase) -> frozenset[
     return frozenset(map(itemgetter(0), connection.execute(sql, (phrase.expression,))))
 
 
-def phrase_scores(connection: sqlite3.Connection, phrase: Phrase) -> dict[int, float]:
-    """rowid -> the contribution of ``phrase`` to the raw BM25 of every memory matching it."""
-    return dict(connection.execute(bm25_sql(phrase.table), (phrase.expression,)))
+def phrase_scores(connection: sqlite3.Connection, group: Sequence[Phrase]) -> dict[int, float]:
+    """rowid -> the contribution of the phrases of ``group`` to the raw BM25 of every memory
+    matching one of them: one statement per table (the word index first), whose ``bm25()`` sums
+    the phrases' contributions (up to the order of the additions, as for :func:`all_matches`)."""
+    found: dict[int, float] = {}
+    for table in _TABLES:
+        expression = match_expression([p.term for p in group if p.table == table])
+        if expression is None:
+            continue
+        rows = connection.execute(bm25_sql(table), (expression,))
+        if not found:
+            found = dict(rows)
+            continue
+        for rowid, raw in rows:
+            found[rowid] = found.get(rowid, 0.0) + raw
+    return found
 
 
 def table_rows(connection: sqlite3.Connection, table: Table) -> int:

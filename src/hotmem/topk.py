@@ -216,19 +216,20 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
     ]
     read = cheap or pending[:1]
     pending = [i for i in pending if i not in read]
+    read, pending = _surely_needed(read, pending, ceilings, 0.0)
     partial: dict[int, float] = {}  # position in scope -> read share
     members: dict[int, frozenset[int]] = {}  # deferred term -> positions of its members
     computed = 0
     while True:
-        for i in read:
-            found = lexical.phrase_scores(connection, terms[i])
+        if read:
+            found = lexical.phrase_scores(connection, [terms[i] for i in read])
             computed += len(found)
             shares = in_scope(found, search.position, search.scope)
             if not partial:
                 partial = shares
-                continue
-            for p, share in shares.items():
-                partial[p] = partial.get(p, 0.0) + share
+            else:
+                for p, share in shares.items():
+                    partial[p] = partial.get(p, 0.0) + share
         # Which deferred terms a memory may match: all of them, until their members are known.
         unknown = [i for i in pending if i not in members]
         fetchable = [i for i in unknown if 2 * counts[i] < rows[terms[i].table]]
@@ -249,7 +250,29 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
         if not pending:
             fallback = exhaustive_top_k(connection, query, search)
             return replace(fallback, bm25_rows=fallback.bm25_rows + computed)
-        read, pending = pending[:1], pending[1:]
+        done = sum(ceilings[i] for i in range(len(terms)) if i not in pending)
+        read, pending = _surely_needed(pending[:1], pending[1:], ceilings, done)
+
+
+def _surely_needed(
+    read: list[int], pending: list[int], ceilings: list[float], done: float
+) -> tuple[list[int], list[int]]:
+    """``read`` and the next terms of ``pending`` a bounds pass would surely read first.
+
+    A pass is ``"loose"`` while the largest read share could be at most what the deferred terms
+    could add, and no memory's read share exceeds the sum of the read terms' ceilings (``done``
+    for the terms read before, plus ``read``'s). While that sum is at most the pending terms'
+    ceilings, the pass is loose for sure and the next term would be read anyway: read it in the
+    same statement and skip the pass.
+    """
+    read, pending = list(read), list(pending)
+    done += sum(ceilings[i] for i in read)
+    rest = sum(ceilings[i] for i in pending)
+    while pending and done <= rest:
+        i = pending.pop(0)
+        read.append(i)
+        done, rest = done + ceilings[i], rest - ceilings[i]
+    return read, pending
 
 
 def _bounded(

@@ -1,0 +1,128 @@
+"""What FTS5 itself costs on the heavy-overlap workload: the floor under a lexical search.
+
+Run: ``uv run python benchmarks/fts_costs.py [--size 100000] [--repeats 5]``
+
+Builds a store of ``--size`` heavy-workload memories (``synthetic.heavy_memories``, through the
+public ``add_many``) in a temporary directory, then times, on one connection, best of
+``--repeats``:
+
+- the most common word: ``count(*)`` of its matches, its rowids read into Python, the same with
+  ``bm25()``, and only the best one (``ORDER BY rank LIMIT 1``, every ``bm25()`` computed in C);
+- the OR query of the first heavy question (what ``hotmem.search_memories`` sends FTS5):
+  ``count(*)``, then ``bm25()`` of 1 and of 512 chosen memories as ``lexical.matches_among``
+  asks for them (``+rowid IN (...)``), one memory by ``rowid = ?``, and 512 memories by
+  ``rowid IN (...)`` as an index constraint.
+
+``docs/benchmarks.md`` ("Where the time goes now") explains what the figures mean for the
+bounded top k (``hotmem/topk.py``). Figures are local diagnostics, not guarantees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from synthetic import heavy_memories, heavy_queries
+
+import hotmem
+from hotmem.fts import lexical_query
+
+_MATCHES = "FROM memories_fts WHERE memories_fts MATCH ?"
+_SCORED = f"SELECT rowid, -bm25(memories_fts) {_MATCHES}"
+_CHOSEN = "(SELECT value FROM json_each(?))"
+_AMONG = f"{_SCORED} AND +rowid IN {_CHOSEN}"
+
+
+def best_ms(
+    connection: sqlite3.Connection, sql: str, args: tuple[object, ...], repeats: int
+) -> tuple[float, int]:
+    """The fastest of ``repeats`` runs of ``sql`` read to the end (ms), and its row count."""
+    fastest, rows = float("inf"), 0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        rows = len(connection.execute(sql, args).fetchall())
+        fastest = min(fastest, time.perf_counter() - start)
+    return fastest * 1000, rows
+
+
+def measurements(
+    connection: sqlite3.Connection, repeats: int
+) -> list[tuple[str, str, tuple[object, ...]]]:
+    """``(label, sql, arguments)`` of every statement timed."""
+    connection.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, memories_fts, row)")
+    word, docs = connection.execute(
+        "SELECT term, doc FROM temp.vocab ORDER BY doc DESC, term LIMIT 1"
+    ).fetchone()
+    total = connection.execute("SELECT count(*) FROM memories_fts_docsize").fetchone()[0]
+    one = f'"{word}"'
+    question = next(q for q in heavy_queries() if q.startswith("What"))
+    expression = lexical_query(question).words_expression
+    matched = [r for (r,) in connection.execute(f"SELECT rowid {_MATCHES}", (expression,))]
+    chosen = json.dumps(sorted(random.Random(1).sample(matched, min(512, len(matched)))))
+    print(f"most common word: {word!r}, in {docs:,} of {total:,} memories ({docs / total:.1%})")
+    print(f"question: {question!r} -> {expression}, {len(matched):,} matches\n")
+    return [
+        (f"`count(*)` of `{word}`'s matches", f"SELECT count(*) {_MATCHES}", (one,)),
+        ("its rowids, read into Python", f"SELECT rowid {_MATCHES}", (one,)),
+        (
+            "its rowids with `bm25()`, read into Python",
+            f"SELECT rowid, -bm25(memories_fts) {_MATCHES}",
+            (one,),
+        ),
+        (
+            "only the best one (`ORDER BY rank LIMIT 1`)",
+            f"SELECT rowid {_MATCHES} ORDER BY rank LIMIT 1",
+            (one,),
+        ),
+        ("the question: `count(*)`", f"SELECT count(*) {_MATCHES}", (expression,)),
+        (
+            "`bm25()` of 1 chosen memory (`+rowid IN`)",
+            _AMONG,
+            (expression, json.dumps(matched[:1])),
+        ),
+        ("`bm25()` of 512 chosen memories (`+rowid IN`)", _AMONG, (expression, chosen)),
+        (
+            "`bm25()` of 1 memory by `rowid = ?`",
+            f"SELECT rowid, -bm25(memories_fts) {_MATCHES} AND rowid = ?",
+            (expression, matched[0]),
+        ),
+        (
+            "`bm25()` of 512 memories by `rowid IN (...)`",
+            f"{_SCORED} AND rowid IN {_CHOSEN}",
+            (expression, chosen),
+        ),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=100_000, help="memories in the store")
+    parser.add_argument("--repeats", type=int, default=5, help="runs of each statement (best kept)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "heavy.db"
+        with hotmem.open_store(path) as store:
+            store.add_many(heavy_memories(args.size))
+        connection = sqlite3.connect(path)
+        try:
+            statements = measurements(connection, args.repeats)
+            print(f"SQLite {sqlite3.sqlite_version}, best of {args.repeats}\n")
+            print("| statement | rows | ms |")
+            print("|---|---:|---:|")
+            for label, sql, arguments in statements:
+                ms, rows = best_ms(connection, sql, arguments, args.repeats)
+                print(f"| {label} | {rows:,} | {ms:,.1f} |", flush=True)
+        finally:
+            connection.close()
+
+
+if __name__ == "__main__":
+    main()
