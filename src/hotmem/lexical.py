@@ -180,18 +180,9 @@ def phrase_scores(connection: sqlite3.Connection, group: Sequence[Phrase]) -> di
     """rowid -> the contribution of the phrases of ``group`` to the raw BM25 of every memory
     matching one of them: one statement per table (the word index first), whose ``bm25()`` sums
     the phrases' contributions (up to the order of the additions, as for :func:`all_matches`)."""
-    found: dict[int, float] = {}
-    for table in _TABLES:
-        expression = match_expression([p.term for p in group if p.table == table])
-        if expression is None:
-            continue
-        rows = connection.execute(bm25_sql(table), (expression,))
-        if not found:
-            found = dict(rows)
-            continue
-        for rowid, raw in rows:
-            found[rowid] = found.get(rowid, 0.0) + raw
-    return found
+    words = tuple(p.term for p in group if p.table == "memories_fts")
+    grams = tuple(p.term for p in group if p.table == "memories_cjk")
+    return _summed(connection, LexicalQuery(words, grams), bm25_sql, ())
 
 
 def table_rows(connection: sqlite3.Connection, table: Table) -> int:

@@ -20,7 +20,9 @@ than ``2.2 * idf``, and ``idf`` follows from how many memories match the term
    by ``fusion`` exactly as the exhaustive path scores every candidate;
 4. when the bounds are too loose (too many finalists, or a deferred term could hold ``best``),
    the rarest deferred term is read and the bounds tightened; with nothing left to defer, the
-   exhaustive path runs.
+   exhaustive path runs. While the read terms cannot outweigh the deferred ones (their
+   ceilings add up to at most the deferred terms'), a pass is sure to come out loose: the next
+   terms are read in the same statement instead, and the pass is skipped (``_surely_needed``).
 
 Bounds carry a small slack (``RELATIVE``, ``ABSOLUTE``) so that float rounding can only add
 finalists, never drop one: the result is identical, score bits included, to
