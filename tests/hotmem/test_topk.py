@@ -5,14 +5,16 @@ from __future__ import annotations
 import importlib.util
 import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 import hotmem
-from hotmem import lexical, vectors
+from hotmem import lexical, topk, vectors
 from hotmem.embed import embed
 from hotmem.fts import lexical_query
 from hotmem.fusion import Weights
@@ -146,6 +148,17 @@ def test_bounded_top_k_is_exhaustive_scoring(
     limit: int,
     accelerated: bool,
 ) -> None:
+    _check(memories, query, identifier, rule, limit, accelerated)
+
+
+def _check(
+    memories: list[tuple[str, str, float]],
+    query: str,
+    identifier: str | None,
+    rule: Rule,
+    limit: int,
+    accelerated: bool,
+) -> None:
     with hotmem.open_store(":memory:") as store:
         store.add_many(
             [
@@ -159,6 +172,105 @@ def test_bounded_top_k_is_exhaustive_scoring(
             ]
         )
         _same(*_search(store, query, identifier, rule, limit, accelerated=accelerated))
+
+
+@contextmanager
+def _small_thresholds() -> Iterator[None]:
+    """The bounded path's thresholds shrunk, so that stores of 40 memories take the paths that
+    stores of 100,000 take: no term read at once unless it is the rarest, the members of a
+    deferred term read (crowded), finalists scored in many batches."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(topk, "_CHEAP_ROWS", 0)
+        patch.setattr(topk, "_CHEAP_SHARE", 10**9)
+        patch.setattr(topk, "_CROWD", 1)
+        patch.setattr(topk, "_FIRST_BATCH", 1)
+        yield
+
+
+@given(
+    memories=memories,
+    query=st.lists(st.sampled_from([*WORDS, "zzz", "the"]), min_size=1, max_size=4).map(" ".join),
+    identifier=st.sampled_from([None, "a"]),
+    rule=rules,
+    limit=st.sampled_from([1, 2, 5, 50]),
+    accelerated=st.booleans() if NUMPY else st.just(False),
+)
+@example(  # a memory matching a deferred term whose members are known holds the answer
+    memories=[("common", "a", 0.0)] * 4
+    + [("invoice", "a", 0.0)] * 2
+    + [
+        ("common common common deploy", "a", 0.0),
+        ("common common common invoice deploy", "a", 0.0),
+        ("invoice", "a", 0.0),
+    ],
+    query="invoice deploy",
+    identifier=None,
+    rule=Rule(Weights(cosine=0.0, bm25=0.2, importance=0.0), None),
+    limit=1,
+    accelerated=False,
+)
+@example(  # the answer matches the known deferred term only
+    memories=[("common", "a", 0.0)] * 3
+    + [("invoice", "a", 0.0)] * 2
+    + [("common common common deploy", "a", 0.0), ("invoice", "a", 0.0)],
+    query="invoice deploy",
+    identifier=None,
+    rule=Rule(Weights(cosine=0.3, bm25=0.2, importance=0.0), -1.0),
+    limit=1,
+    accelerated=False,
+)
+def test_bounded_top_k_is_exhaustive_scoring_on_every_path(
+    memories: list[tuple[str, str, float]],
+    query: str,
+    identifier: str | None,
+    rule: Rule,
+    limit: int,
+    accelerated: bool,
+) -> None:
+    with _small_thresholds():
+        _check(memories, query, identifier, rule, limit, accelerated)
+
+
+@pytest.mark.parametrize("accelerated", [False, True] if NUMPY else [False])
+def test_small_thresholds_take_the_crowded_and_batched_paths(accelerated: bool) -> None:
+    # What the property above relies on: with the thresholds shrunk, a small store does read
+    # the members of a deferred term and does score its finalists in more than one batch.
+    calls = {"members": 0, "among": 0}
+    rows = [
+        {
+            "fact": " ".join(
+                ["common"]
+                + ["invoice"] * (i % 8 == 0)
+                + ["deploy"] * (i % 3 == 0)
+                + ["tuesday"] * (i % 5 == 0)
+            ),
+            "identifier": "a",
+            "importance": (i % 5) / 5,
+            "memory_id": f"m-{i:03d}",
+        }
+        for i in range(64)
+    ]
+    with hotmem.open_store(":memory:") as store, _small_thresholds():
+        store.add_many(rows)
+        members, among = lexical.phrase_members, lexical.matches_among
+
+        def counted_members(*args: Any) -> frozenset[int]:
+            calls["members"] += 1
+            return members(*args)
+
+        def counted_among(*args: Any) -> dict[int, float]:
+            calls["among"] += 1
+            return among(*args)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(lexical, "phrase_members", counted_members)
+            patch.setattr(lexical, "matches_among", counted_among)
+            for query in ("invoice deploy", "invoice deploy tuesday common"):
+                _same(
+                    *_search(store, query, None, Rule(Weights(), 0.4), 5, accelerated=accelerated)
+                )
+    assert calls["members"] >= 1
+    assert calls["among"] >= 3
 
 
 def test_a_word_in_every_memory_is_not_scored_everywhere() -> None:
