@@ -116,14 +116,20 @@ rules = st.builds(
 )
 
 
-@given(
-    memories=memories,
-    query=st.lists(st.sampled_from([*WORDS, "zzz", "the"]), min_size=1, max_size=4).map(" ".join),
-    identifier=st.sampled_from([None, "a"]),
-    rule=rules,
-    limit=st.sampled_from([1, 2, 5, 50]),
-    accelerated=st.booleans() if NUMPY else st.just(False),
-)
+#: The arguments of the exactness properties.
+SEARCHES = {
+    "memories": memories,
+    "query": st.lists(st.sampled_from([*WORDS, "zzz", "the"]), min_size=1, max_size=4).map(
+        " ".join
+    ),
+    "identifier": st.sampled_from([None, "a"]),
+    "rule": rules,
+    "limit": st.sampled_from([1, 2, 5, 50]),
+    "accelerated": st.booleans() if NUMPY else st.just(False),
+}
+
+
+@given(**SEARCHES)
 @example(
     memories=[("common", "a", 0.5)],
     query="common",
@@ -187,14 +193,7 @@ def _small_thresholds() -> Iterator[None]:
         yield
 
 
-@given(
-    memories=memories,
-    query=st.lists(st.sampled_from([*WORDS, "zzz", "the"]), min_size=1, max_size=4).map(" ".join),
-    identifier=st.sampled_from([None, "a"]),
-    rule=rules,
-    limit=st.sampled_from([1, 2, 5, 50]),
-    accelerated=st.booleans() if NUMPY else st.just(False),
-)
+@given(**SEARCHES)
 @example(  # a memory matching a deferred term whose members are known holds the answer
     memories=[("common", "a", 0.0)] * 4
     + [("invoice", "a", 0.0)] * 2
