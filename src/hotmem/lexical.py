@@ -36,7 +36,9 @@ __all__ = [
     "phrase_members",
     "phrase_scores",
     "phrases",
+    "table_averages",
     "table_rows",
+    "varints",
 ]
 
 Table = Literal["memories_fts", "memories_cjk"]
@@ -152,6 +154,14 @@ class Counts:
     LIMIT = 65_536
     rows: dict[Table, int] = field(default_factory=dict)
     phrases: dict[Phrase, int] = field(default_factory=dict)
+    means: dict[Table, tuple[int, float]] = field(default_factory=dict)
+
+    def averages(self, connection: sqlite3.Connection, table: Table) -> tuple[int, float]:
+        """:func:`table_averages`, read once."""
+        found = self.means.get(table)
+        if found is None:
+            found = self.means[table] = table_averages(connection, table)
+        return found
 
     def table_rows(self, connection: sqlite3.Connection, table: Table) -> int:
         """:func:`table_rows`, counted once."""
@@ -188,3 +198,32 @@ def phrase_scores(connection: sqlite3.Connection, group: Sequence[Phrase]) -> di
 def table_rows(connection: sqlite3.Connection, table: Table) -> int:
     """The number of rows of one lexical index."""
     return int(connection.execute(rows_sql(table)).fetchone()[0])
+
+
+def varints(blob: bytes) -> list[int]:
+    """The SQLite varints of ``blob`` (big-endian groups of seven bits; a ninth byte of eight)."""
+    values: list[int] = []
+    i = 0
+    while i < len(blob):
+        value = 0
+        for j in range(9):
+            byte = blob[i]
+            i += 1
+            if j == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        values.append(value)
+    return values
+
+
+def table_averages(connection: sqlite3.Connection, table: str) -> tuple[int, float]:
+    """An FTS5 table's row count and mean tokens a row, as ``bm25()`` reads them (the averages
+    record: the row count, then each column's token total)."""
+    row = connection.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
+    totals = varints(row[0]) if row is not None else []
+    if not totals or totals[0] == 0:
+        return 0, 0.0
+    return totals[0], float(sum(totals[1:])) / float(totals[0])

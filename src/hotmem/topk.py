@@ -32,13 +32,12 @@ finalists, never drop one: the result is identical, score bits included, to
 from __future__ import annotations
 
 import heapq
-import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from hotmem import bounds, lexical
+from hotmem import bm25, bounds, lexical
 from hotmem.bounds import ABSOLUTE, RELATIVE, Deferred, Finalists, Problem
 from hotmem.fts import LexicalQuery
 from hotmem.fusion import Weights, rank, score_candidates
@@ -92,7 +91,8 @@ class Ranked:
         cosines: position -> cosine, for at least every position of ``top``.
         raws: position -> raw BM25, for at least every lexical match of ``top``.
         best: the largest raw BM25 in scope (0.0 without a lexical match).
-        bm25_rows: how many BM25 values FTS5 computed for the answer (the work bounded here).
+        bm25_rows: how many BM25 values were computed for the answer, by FTS5 or by
+            ``bm25.py`` (the work bounded here).
     """
 
     top: list[tuple[float, int]]
@@ -187,15 +187,27 @@ def _scope_top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Se
     """:func:`exhaustive_top_k` for a scope much smaller than the store: the BM25 of its own
     matches only, in one restricted query (the same bits)."""
     scope, rowids = search.scope, search.rowids
-    found = lexical.matches_among(connection, query, rowids[scope.start : scope.stop])
+    found = _among(connection, query, search, rowids[scope.start : scope.stop])
     raws = in_scope(found, search.position, scope)
     return search.score(raws, list(search.floor_hits().keys() | raws.keys()), len(found))
 
 
-def _idf(rows: int, hits: int) -> float:
-    """FTS5's IDF of a phrase matching ``hits`` of ``rows`` rows."""
-    idf = math.log((rows - hits + 0.5) / (hits + 0.5))
-    return idf if idf > 0.0 else 1e-6
+def _among(
+    connection: sqlite3.Connection, query: LexicalQuery, search: Search, rowids: Collection[int]
+) -> dict[int, float]:
+    """:func:`lexical.matches_among` (the same bits), the cheaper way: computed by ``bm25.py``
+    when it tokenizes fewer texts than ``1 / bm25.WALK_PER_TEXT`` of the doclist entries FTS5
+    would walk, else by FTS5."""
+    if len(rowids) * bm25.WALK_PER_TEXT <= _walk(connection, query, search):
+        found = bm25.scores_among(connection, query, rowids, search.counts)
+        if found is not None:
+            return found
+    return lexical.matches_among(connection, query, rowids)
+
+
+def _walk(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -> int:
+    """The doclist entries a restricted FTS5 query walks: every phrase's matches."""
+    return sum(search.counts.phrase_counts(connection, lexical.phrases(query)))
 
 
 def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -> Ranked:
@@ -209,7 +221,7 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
     rows = {t.table: search.counts.table_rows(connection, t.table) for t in terms}
     counts = search.counts.phrase_counts(connection, terms)
     ceilings = [
-        _BM25_CEILING * _idf(rows[t.table], n) * (1 + RELATIVE) if n else 0.0
+        _BM25_CEILING * bm25.idf(rows[t.table], n) * (1 + RELATIVE) if n else 0.0
         for t, n in zip(terms, counts, strict=True)
     ]
     pending = sorted((i for i, n in enumerate(counts) if n), key=lambda i: (counts[i], i))
@@ -327,7 +339,8 @@ def _resolve(
     finalist left can reach the ``limit``-th exact score found (or ``threshold``).
 
     The first batch also reads best's contenders, so ``best`` is exact from then on. Each
-    batch is one restricted query (``lexical.matches_among``) and exact cosines.
+    batch is one restricted query (``lexical.matches_among``) or its bits computed by
+    ``bm25.py`` (:func:`_among`), and exact cosines.
     """
     rule, importances, rowids = search.rule, search.importances, search.rowids
     wv, wl, wi = rule.weights.cosine, rule.weights.bm25, rule.weights.importance
@@ -345,7 +358,7 @@ def _resolve(
         chosen = {rowids[p] for p in batch}
         if not scored:
             chosen |= {rowids[p] for p in contenders}
-        matched = lexical.matches_among(connection, query, chosen)
+        matched = _among(connection, query, search, chosen)
         computed += len(matched)
         raws.update(in_scope(matched, search.position, search.scope))
         if not scored:

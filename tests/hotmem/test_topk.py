@@ -14,7 +14,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import hotmem
-from hotmem import lexical, topk, vectors
+from hotmem import bm25, lexical, topk, vectors
 from hotmem.embed import embed
 from hotmem.fts import lexical_query
 from hotmem.fusion import Weights
@@ -228,6 +228,58 @@ def test_bounded_top_k_is_exhaustive_scoring_on_every_path(
 ) -> None:
     with _small_thresholds():
         _check(memories, query, identifier, rule, limit, accelerated)
+
+
+@contextmanager
+def _bm25_computed_here() -> Iterator[None]:
+    """Every restricted query's BM25 computed by ``bm25.py``, however few entries FTS5 would
+    walk (the small stores here would otherwise always take FTS5's)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bm25, "WALK_PER_TEXT", 0)
+        yield
+
+
+@given(**SEARCHES)
+def test_bounded_top_k_computing_bm25_itself_is_exhaustive_scoring(
+    memories: list[tuple[str, str, float]],
+    query: str,
+    identifier: str | None,
+    rule: Rule,
+    limit: int,
+    accelerated: bool,
+) -> None:
+    with _small_thresholds(), _bm25_computed_here():
+        _check(memories, query, identifier, rule, limit, accelerated)
+
+
+def test_bm25_computed_here_answers_the_restricted_queries() -> None:
+    # What the property above relies on: the BM25 of the finalists, and of a small scope's
+    # matches, is computed by bm25.py, not by an FTS5 query.
+    answered: list[bool] = []
+    scores_among = bm25.scores_among
+
+    def counted(*args: Any) -> dict[int, float] | None:
+        found = scores_among(*args)
+        answered.append(found is not None)
+        return found
+
+    rows = [
+        {
+            "fact": " ".join(["common"] + ["invoice"] * (i % 4 == 0) + ["deploy"] * (i % 3 == 0)),
+            "identifier": "a" if i < 60 else "b",
+            "importance": (i % 5) / 5,
+            "memory_id": f"m-{i:03d}",
+        }
+        for i in range(64)
+    ]
+    with hotmem.open_store(":memory:") as store, _small_thresholds(), _bm25_computed_here():
+        store.add_many(rows)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(bm25, "scores_among", counted)
+            for identifier in (None, "b"):  # "b" is a scope of 4 of 64: its own matches only
+                _same(*_search(store, "invoice deploy", identifier, Rule(Weights(), 0.4), 5))
+    assert len(answered) >= 2
+    assert all(answered)
 
 
 @pytest.mark.parametrize("accelerated", [False, True] if NUMPY else [False])

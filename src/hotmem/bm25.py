@@ -1,0 +1,283 @@
+"""FTS5's ``bm25()`` of chosen memories, computed here instead of by a query over the store.
+
+:func:`lexical.matches_among` gives the raw BM25 of chosen memories, but FTS5 walks every query
+term's whole doclist to do it: it counts each phrase's matches for its IDF and runs the query
+over the store, keeping the chosen rows (14 ms for one memory on a question matching most of
+100,000 memories, ten times that at 1,000,000). The formula (SQLite's ``fts5_aux.c``) needs
+less. Per phrase, its IDF, from how many rows match it (``lexical.Counts``, kept between
+searches), and the table's row count and mean token count (FTS5's own averages record). Per
+memory, its token count (the ``docsize`` shadow table) and how often each phrase occurs in it.
+Only FTS5's tokenizer knows the last, so the chosen memories' text is tokenized by FTS5 itself:
+inserted into a private in-memory FTS5 table with the same tokenizer, whose ``fts5vocab``
+instance table lists the tokens. The cost follows the number of memories chosen, not the size
+of the store (``benchmarks/fts_costs.py``).
+
+The arithmetic is ``fts5Bm25Function``'s, operation for operation, in IEEE doubles, with the
+phrases added in query order and a phrase that does not occur skipped (it adds exactly 0.0). So
+the bits are FTS5's, unless the SQLite library was compiled to fuse multiply-adds or its
+tokenizer has changed since the memories were indexed. Hence the guards, each of which makes
+:func:`scores_among` answer ``None``, and its caller run the FTS5 query instead:
+
+- the first use in a process compares both ways on a table of its own (:func:`verified`);
+- a memory whose text tokenizes to another token count than its index recorded;
+- a query term that is not exactly one token (FTS5 would match it as a phrase of several).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import sqlite3
+import threading
+from collections.abc import Collection, Iterable, Sequence
+from functools import cache
+
+from hotmem import lexical
+from hotmem.fts import CJK_TOKENIZER, FTS_TOKENIZER, LexicalQuery
+from hotmem.lexical import Phrase, Table
+from hotmem.schema import TABLES
+
+__all__ = ["WALK_PER_TEXT", "idf", "scores_among", "verified"]
+
+#: A restricted FTS5 query walks every query term's doclist, about 0.15 µs an entry; computing
+#: here costs about 1 ms and 14 µs a text (``benchmarks/fts_costs.py``, 100,000 memories). So
+#: computing here pays when the texts are fewer than a hundredth of the entries walked.
+WALK_PER_TEXT = 100
+# fts5Bm25Function's constants.
+_K1 = 1.2
+_B = 0.75
+_CHOSEN = "rowid IN (SELECT value FROM json_each(?))"
+#: The chosen memories' text in an index, with their token counts (its docsize table).
+_TEXT_SQL: dict[Table, str] = {
+    "memories_fts": "SELECT m.rowid, m.fact, d.sz FROM memories AS m"
+    f" JOIN memories_fts_docsize AS d ON d.id = m.rowid WHERE m.{_CHOSEN}",
+    "memories_cjk": "SELECT c.rowid, c.grams, d.sz FROM memories_cjk AS c"
+    f" JOIN memories_cjk_docsize AS d ON d.id = c.rowid WHERE c.{_CHOSEN}",
+}
+_TOKENIZERS: dict[Table, str] = {"memories_fts": FTS_TOKENIZER, "memories_cjk": CJK_TOKENIZER}
+
+
+def idf(rows: int, hits: int) -> float:
+    """fts5Bm25GetData's IDF: ``log((N - n + 0.5) / (n + 0.5))``, at least 1e-6."""
+    value = math.log((rows - hits + 0.5) / (hits + 0.5))
+    return value if value > 0.0 else 1e-6
+
+
+class _Tokens:
+    """A private in-memory FTS5 table that tokenizes as a store table does, and the tokens of
+    the texts it holds (its ``fts5vocab`` instance table). Contentless, so that emptying it
+    is one command; one a thread and tokenizer (:func:`_tokens`)."""
+
+    def __init__(self, tokenizer: str) -> None:
+        self.connection = sqlite3.connect(":memory:", isolation_level=None)
+        self.connection.execute(
+            f"CREATE VIRTUAL TABLE t USING fts5 (x, content = '', tokenize = '{tokenizer}')"
+        )
+        self.connection.execute("CREATE VIRTUAL TABLE t_v USING fts5vocab (t, instance)")
+
+    def load(self, texts: Iterable[tuple[int, str]]) -> None:
+        """Empty the table, then tokenize ``texts`` ((rowid, text) pairs) into it."""
+        # One transaction, so that FTS5 writes its index once, not once a text.
+        self.connection.execute("BEGIN")
+        try:
+            self.connection.execute("INSERT INTO t (t) VALUES ('delete-all')")
+            self.connection.executemany("INSERT INTO t (rowid, x) VALUES (?, ?)", texts)
+        finally:
+            self.connection.execute("COMMIT")
+
+    def stems(self, terms: Sequence[str]) -> list[str] | None:
+        """Each of ``terms``' one token (``None`` when a term is not exactly one token)."""
+        self.load(enumerate(terms))
+        found: list[list[str]] = [[] for _ in terms]
+        for rowid, term in self.connection.execute("SELECT doc, term FROM t_v"):
+            found[rowid].append(term)
+        if any(len(tokens) != 1 for tokens in found):
+            return None
+        return [tokens[0] for tokens in found]
+
+    def sizes(self) -> dict[int, int]:
+        """rowid -> token count of every text loaded."""
+        sql = "SELECT id, sz FROM t_docsize"
+        return {rowid: _size(sz) for rowid, sz in self.connection.execute(sql)}
+
+    def frequencies(self, tokens: Collection[str]) -> dict[tuple[int, str], int]:
+        """(rowid, token) -> occurrences in the texts loaded, for the tokens given."""
+        found: dict[tuple[int, str], int] = {}
+        marks = ", ".join("?" * len(tokens))
+        sql = f"SELECT doc, term FROM t_v WHERE term IN ({marks})"
+        for key in self.connection.execute(sql, tuple(tokens)):
+            found[key] = found.get(key, 0) + 1
+        return found
+
+
+def _size(sz: bytes) -> int:
+    """A docsize row's token count (one varint a column; one byte below 128 tokens)."""
+    return sz[0] if len(sz) == 1 else sum(lexical.varints(sz))
+
+
+_THREAD = threading.local()
+
+
+def _tokens(tokenizer: str) -> _Tokens:
+    """This thread's :class:`_Tokens` for ``tokenizer`` (sqlite3 connections stay in the thread
+    that made them)."""
+    probes: dict[str, _Tokens] = _THREAD.__dict__.setdefault("probes", {})
+    probe = probes.get(tokenizer)
+    if probe is None:
+        probe = probes[tokenizer] = _Tokens(tokenizer)
+    return probe
+
+
+def _scores(
+    texts: Sequence[tuple[int, str]],
+    sizes: dict[int, int],
+    tokenizer: str,
+    terms: Sequence[str],
+    idfs: Sequence[float],
+    averages: tuple[int, float],
+) -> dict[int, float] | None:
+    """rowid -> raw BM25 of the texts matching a term, as ``bm25()`` of the table the texts
+    belong to computes it (``sizes``: the token counts that table recorded)."""
+    probe = _tokens(tokenizer)
+    stems = probe.stems(terms)
+    if stems is None:
+        return None
+    probe.load(texts)
+    if probe.sizes() != {rowid: sizes[rowid] for rowid, _ in texts}:
+        return None  # tokenized otherwise than when indexed
+    frequencies = probe.frequencies(set(stems))
+    avgdl = averages[1]
+    k1_plus_1 = _K1 + 1.0
+    found: dict[int, float] = {}
+    for rowid, _ in texts:
+        # fts5Bm25Function: score += idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl)),
+        # per phrase in query order; the denominator's second part is the same for every phrase.
+        length = _K1 * (1 - _B + _B * float(sizes[rowid]) / avgdl)
+        score = 0.0
+        matched = False
+        for stem, weight in zip(stems, idfs, strict=True):
+            occurrences = frequencies.get((rowid, stem))
+            if occurrences:
+                f = float(occurrences)
+                score += weight * ((f * k1_plus_1) / (f + length))
+                matched = True
+        if matched:
+            found[rowid] = score
+    return found
+
+
+def _table_scores(
+    connection: sqlite3.Connection,
+    table: Table,
+    terms: Sequence[str],
+    rowids: str,
+    counts: lexical.Counts,
+) -> dict[int, float] | None:
+    averages = counts.averages(connection, table)
+    hits = counts.phrase_counts(connection, [Phrase(table, t) for t in terms])
+    idfs = [idf(averages[0], n) for n in hits]
+    texts, sizes = [], {}
+    for rowid, text, size in connection.execute(_TEXT_SQL[table], (rowids,)):
+        texts.append((rowid, text))
+        sizes[rowid] = _size(size)
+    return _scores(texts, sizes, _TOKENIZERS[table], terms, idfs, averages)
+
+
+def scores_among(
+    connection: sqlite3.Connection,
+    query: LexicalQuery,
+    rowids: Collection[int],
+    counts: lexical.Counts,
+) -> dict[int, float] | None:
+    """What :func:`lexical.matches_among` gives (the same bits), or ``None`` when it cannot be
+    computed here (module docstring)."""
+    if not rowids:
+        return {}
+    return _among(connection, query, rowids, counts) if verified() else None
+
+
+def _among(
+    connection: sqlite3.Connection,
+    query: LexicalQuery,
+    rowids: Collection[int],
+    counts: lexical.Counts,
+) -> dict[int, float] | None:
+    chosen = json.dumps(sorted(rowids))
+    found: dict[int, float] = {}
+    tables: tuple[tuple[Table, Sequence[str]], ...] = (
+        ("memories_fts", query.words),
+        ("memories_cjk", query.grams),
+    )
+    for table, terms in tables:
+        if not terms:
+            continue
+        part = _table_scores(connection, table, terms, chosen, counts)
+        if part is None:
+            return None
+        if not found:
+            found = part
+            continue
+        for rowid, raw in part.items():
+            found[rowid] = found.get(rowid, 0.0) + raw
+    return found
+
+
+# The self-check's texts: inflected forms (the porter stemmer joins them), accents (removed),
+# CJK grams, and a word in every text, so that IDFs take both branches and frequencies and
+# lengths vary.
+_WORDS = (
+    "deploy deploys deployed deploying invoice invoices billing bill common rare quartz "
+    "running runs ran runner tungsten boiling point release released caf\u00e9 cafe na\u00efve"
+).split()
+_GRAMS = "東京 京オ オフ フィ ィス 月曜 曜日 休み 東 京 月".split()
+#: The store's two lexical indexes (``schema.TABLES``) over a content table of facts only.
+_CHECK_SCHEMA = (
+    "CREATE TABLE memories (fact TEXT NOT NULL)",
+    TABLES["memories_fts"],
+    TABLES["memories_cjk"],
+)
+
+
+def _check_store(rng: random.Random) -> sqlite3.Connection:
+    """An in-memory database with the store's two lexical indexes over 200 generated texts."""
+    store = sqlite3.connect(":memory:", isolation_level=None)
+    for statement in _CHECK_SCHEMA:
+        store.execute(statement)
+    store.execute("BEGIN")
+    for rowid in range(1, 201):
+        words = " ".join([_WORDS[0], *rng.choices(_WORDS, k=rng.randint(0, 30))])
+        store.execute("INSERT INTO memories (rowid, fact) VALUES (?, ?)", (rowid, words))
+        store.execute("INSERT INTO memories_fts (rowid, fact) VALUES (?, ?)", (rowid, words))
+        if rowid % 3:
+            grams = " ".join(rng.choices(_GRAMS, k=rng.randint(1, 12)))
+            store.execute("INSERT INTO memories_cjk (rowid, grams) VALUES (?, ?)", (rowid, grams))
+    store.execute("COMMIT")
+    return store
+
+
+@cache
+def verified() -> bool:
+    """Whether the bits computed here are this process's SQLite's: both ways, on the store's two
+    lexical indexes over 200 generated texts, for 32 queries of words, CJK grams or both,
+    each for 24 of the texts."""
+    rng = random.Random(0)
+    try:
+        store = _check_store(rng)
+    except sqlite3.Error:
+        return False
+    try:
+        counts = lexical.Counts()
+        for _ in range(32):
+            words = tuple(rng.sample(_WORDS, rng.randint(0, 6)))
+            grams = tuple(rng.sample(_GRAMS, rng.randint(0 if words else 1, 4)))
+            query = LexicalQuery(words, grams)
+            chosen = rng.sample(range(1, 201), 24)
+            expected = lexical.matches_among(store, query, chosen)
+            if _among(store, query, chosen, counts) != expected:
+                return False
+    except sqlite3.Error:
+        return False
+    finally:
+        store.close()
+    return True

@@ -1,0 +1,168 @@
+"""FTS5's bm25() computed by HotMem for chosen memories: FTS5's bits, or no answer (issue 13)."""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import hotmem
+from hotmem import bm25, lexical
+from hotmem.fts import LexicalQuery, lexical_query
+
+# Inflections the porter stemmer joins, accents unicode61 removes, a word in most facts, CJK.
+WORDS = [
+    "common",
+    "deploy",
+    "deploys",
+    "deployed",
+    "invoice",
+    "invoices",
+    "running",
+    "runs",
+    "café",
+    "cafe",
+    "naïve",
+    "quartz",
+    "東京オフィス",
+    "月曜日に休み",
+]
+
+texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=30).map(" ".join)
+
+
+def _store(facts: list[str]) -> hotmem.MemoryStore:
+    store = hotmem.open_store(":memory:")
+    store.add_many(
+        [
+            {"fact": fact, "identifier": "a", "memory_id": f"m-{i:03d}"}
+            for i, fact in enumerate(facts)
+        ]
+    )
+    return store
+
+
+@given(
+    facts=st.lists(texts, min_size=1, max_size=30),
+    query=st.lists(st.sampled_from([*WORDS, "absent"]), min_size=1, max_size=6).map(" ".join),
+    chosen=st.sets(st.integers(min_value=1, max_value=40), max_size=40),
+)
+def test_scores_among_are_fts5_bits(facts: list[str], query: str, chosen: set[int]) -> None:
+    with _store(facts) as store:
+        terms = lexical_query(query)
+        expected = lexical.matches_among(store.connection, terms, chosen)
+        got = bm25.scores_among(store.connection, terms, chosen, lexical.Counts())
+        assert got == expected
+        assert got is not None
+        assert [v.hex() for _, v in sorted(got.items())] == [
+            v.hex() for _, v in sorted(expected.items())
+        ]
+
+
+def test_a_word_in_every_memory_and_its_inflections() -> None:
+    # "deploys" and "deploy" are one token to the index: both phrases count every occurrence.
+    facts = ["common deploy", "common deploys deployed", "common", "common invoice deploy deploy"]
+    with _store(facts) as store:
+        terms = LexicalQuery(("deploys", "common", "deploy"), ())
+        got = bm25.scores_among(store.connection, terms, [1, 2, 3, 4], lexical.Counts())
+        assert got == lexical.matches_among(store.connection, terms, [1, 2, 3, 4])
+        assert got is not None
+        assert sorted(got) == [1, 2, 3, 4]
+        assert got[2] > got[1] > got[3]  # two occurrences beat one, one beats "common" alone
+
+
+def test_a_term_of_several_tokens_gets_no_answer() -> None:
+    # FTS5 matches "a.b" as a phrase of two tokens; only one-token terms are computed here.
+    with _store(["a b", "b a"]) as store:
+        terms = LexicalQuery(("a.b",), ())
+        assert bm25.scores_among(store.connection, terms, [1, 2], lexical.Counts()) is None
+        assert lexical.matches_among(store.connection, terms, [1, 2]).keys() == {1}
+
+
+def test_a_text_tokenized_otherwise_than_indexed_gets_no_answer() -> None:
+    # The index recorded 5 tokens for the first fact, which has 2: its text is not what was
+    # indexed (a tokenizer that changed, say), so its frequencies cannot be trusted.
+    with _store(["common deploy", "common"]) as store:
+        store.connection.execute("UPDATE memories_fts_docsize SET sz = X'05' WHERE id = 1")
+        terms = lexical_query("deploy")
+        assert bm25.scores_among(store.connection, terms, [1, 2], lexical.Counts()) is None
+        assert bm25.scores_among(store.connection, terms, [2], lexical.Counts()) == {}
+
+
+def test_no_rowids_no_scores() -> None:
+    with _store(["common"]) as store:
+        assert (
+            bm25.scores_among(store.connection, lexical_query("common"), [], lexical.Counts()) == {}
+        )
+
+
+def test_this_sqlite_is_verified() -> None:
+    assert bm25.verified()
+
+
+@pytest.fixture
+def _unverified() -> Iterator[None]:
+    bm25.verified.cache_clear()
+    yield
+    bm25.verified.cache_clear()
+
+
+@pytest.mark.usefixtures("_unverified")
+def test_the_self_check_catches_other_arithmetic() -> None:
+    # A library computing another formula (here another k1) fails the check, and nothing is
+    # then computed here.
+    with _store(["common deploy", "common"]) as store, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bm25, "_K1", 1.25)
+        assert not bm25.verified()
+        terms = lexical_query("deploy")
+        assert bm25.scores_among(store.connection, terms, [1, 2], lexical.Counts()) is None
+
+
+def test_computing_here_reads_less_than_fts5_on_a_crowded_query() -> None:
+    # A question whose words are in every memory: FTS5 computes no bm25() at all for the
+    # chosen memories when HotMem computes them, and the answer is FTS5's.
+    facts = [f"common deploy {'invoice ' * (i % 3)}note {i}" for i in range(300)]
+    with _store(facts) as store:
+        terms = lexical_query("common deploy invoice")
+        calls: list[str] = []
+        store.connection.set_trace_callback(calls.append)
+        got = bm25.scores_among(store.connection, terms, [5, 6, 7], lexical.Counts())
+        store.connection.set_trace_callback(None)
+        assert got == lexical.matches_among(store.connection, terms, [5, 6, 7])
+        assert not [sql for sql in calls if "bm25(" in sql]
+
+
+def test_threads_tokenize_apart() -> None:
+    # sqlite3 connections stay in their thread: each thread has its own tokenizing table.
+    results: list[dict[int, float] | None] = []
+    path_facts = ["common deploy", "common deploys invoice"]
+
+    def search(path: str) -> None:
+        connection = sqlite3.connect(path)
+        results.append(
+            bm25.scores_among(connection, lexical_query("deploy"), [1, 2], lexical.Counts())
+        )
+        connection.close()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "s.db")
+        with hotmem.open_store(path) as store:
+            store.add_many(
+                [
+                    {"fact": f, "identifier": "a", "memory_id": f"m-{i}"}
+                    for i, f in enumerate(path_facts)
+                ]
+            )
+            expected = lexical.matches_among(store.connection, lexical_query("deploy"), [1, 2])
+        threads = [threading.Thread(target=search, args=(path,)) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert results == [expected] * 3
