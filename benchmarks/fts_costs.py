@@ -11,7 +11,11 @@ public ``add_many``) in a temporary directory, then times, on one connection, be
 - the OR query of the heavy question matching most memories (what ``hotmem.search_memories``
   sends FTS5): ``count(*)``, then ``bm25()`` of 1 and of 512 chosen memories as
   ``lexical.matches_among`` asks for them (``+rowid IN (...)``), one memory by ``rowid = ?``,
-  and 512 memories by ``rowid IN (...)`` as an index constraint.
+  and 512 memories by ``rowid IN (...)`` as an index constraint;
+- the same question's BM25 of 1, 64, 512 and 2,048 chosen memories both ways: the restricted
+  FTS5 query, and HotMem's own computation (``hotmem/bm25.py``, checked to give the same
+  bits), with what each costs per doclist entry walked and per text tokenized: the ratio
+  behind ``bm25.WALK_PER_TEXT``.
 
 ``docs/benchmarks.md`` ("Where the time goes now") explains what the figures mean for the
 bounded top k (``hotmem/topk.py``). Figures are local diagnostics, not guarantees.
@@ -33,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import heavy_memories, heavy_queries
 
 import hotmem
+from hotmem import bm25, lexical
 from hotmem.fts import lexical_query
 
 _MATCHES = "FROM memories_fts WHERE memories_fts MATCH ?"
@@ -128,8 +133,46 @@ def main() -> None:
             for label, sql, arguments in statements:
                 ms, rows = best_ms(connection, sql, arguments, args.repeats)
                 print(f"| {label} | {rows:,} | {ms:,.1f} |", flush=True)
+            print()
+            both_ways(connection, args.repeats)
         finally:
             connection.close()
+
+
+def both_ways(connection: sqlite3.Connection, repeats: int) -> None:
+    """The restricted FTS5 query against ``bm25.scores_among``, for growing choices."""
+    question = max(
+        (q for q in heavy_queries() if q.startswith("What")),
+        key=lambda q: len(lexical.all_matches(connection, lexical_query(q))),
+    )
+    query = lexical_query(question)
+    counts = lexical.Counts()
+    walked = sum(counts.phrase_counts(connection, lexical.phrases(query)))
+    bm25.verified()
+    rowids = [r for (r,) in connection.execute("SELECT rowid FROM memories")]
+    print(f"{question!r}: its terms' doclists hold {walked:,} entries\n")
+    print(
+        "| chosen memories | FTS5 query (ms) | µs an entry walked | computed by HotMem (ms) "
+        "| µs a text |"
+    )
+    print("|---:|---:|---:|---:|---:|")
+    for size in (1, 64, 512, 2048):
+        chosen = random.Random(size).sample(rowids, size)
+        fts5, ours = float("inf"), float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            expected = lexical.matches_among(connection, query, chosen)
+            middle = time.perf_counter()
+            got = bm25.scores_among(connection, query, chosen, counts)
+            fts5 = min(fts5, middle - start)
+            ours = min(ours, time.perf_counter() - middle)
+            if got != expected:
+                raise SystemExit(f"bm25.scores_among differs from FTS5 for {size} memories")
+        print(
+            f"| {size:,} | {fts5 * 1000:.1f} | {fts5 * 1e6 / walked:.3f} | {ours * 1000:.1f} "
+            f"| {ours * 1e6 / size:.1f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

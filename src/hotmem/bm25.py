@@ -30,15 +30,19 @@ import math
 import random
 import sqlite3
 import threading
-from collections.abc import Collection, Iterable, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import cache
+from operator import itemgetter
 
 from hotmem import lexical
 from hotmem.fts import CJK_TOKENIZER, FTS_TOKENIZER, LexicalQuery
 from hotmem.lexical import Phrase, Table
 from hotmem.schema import TABLES
 
-__all__ = ["WALK_PER_TEXT", "idf", "scores_among", "verified"]
+__all__ = ["WALK_PER_TEXT", "idf", "scores_among", "term_shares", "verified"]
+
+_FIRST = itemgetter(0)
 
 #: A restricted FTS5 query walks every query term's doclist, about 0.15 µs an entry; computing
 #: here costs about 1 ms and 14 µs a text (``benchmarks/fts_costs.py``, 100,000 memories). So
@@ -99,7 +103,7 @@ class _Tokens:
     def sizes(self) -> dict[int, int]:
         """rowid -> token count of every text loaded."""
         sql = "SELECT id, sz FROM t_docsize"
-        return {rowid: _size(sz) for rowid, sz in self.connection.execute(sql)}
+        return {rowid: lexical.docsize_tokens(sz) for rowid, sz in self.connection.execute(sql)}
 
     def frequencies(self, tokens: Collection[str]) -> dict[tuple[int, str], int]:
         """(rowid, token) -> occurrences in the texts loaded, for the tokens given."""
@@ -109,11 +113,6 @@ class _Tokens:
         for key in self.connection.execute(sql, tuple(tokens)):
             found[key] = found.get(key, 0) + 1
         return found
-
-
-def _size(sz: bytes) -> int:
-    """A docsize row's token count (one varint a column; one byte below 128 tokens)."""
-    return sz[0] if len(sz) == 1 else sum(lexical.varints(sz))
 
 
 _THREAD = threading.local()
@@ -148,19 +147,15 @@ def _scores(
         return None  # tokenized otherwise than when indexed
     frequencies = probe.frequencies(set(stems))
     avgdl = averages[1]
-    k1_plus_1 = _K1 + 1.0
     found: dict[int, float] = {}
     for rowid, _ in texts:
-        # fts5Bm25Function: score += idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl)),
-        # per phrase in query order; the denominator's second part is the same for every phrase.
-        length = _K1 * (1 - _B + _B * float(sizes[rowid]) / avgdl)
+        # fts5Bm25Function adds the phrases' shares in query order.
         score = 0.0
         matched = False
         for stem, weight in zip(stems, idfs, strict=True):
             occurrences = frequencies.get((rowid, stem))
             if occurrences:
-                f = float(occurrences)
-                score += weight * ((f * k1_plus_1) / (f + length))
+                score += _share(weight, occurrences, sizes[rowid], avgdl)
                 matched = True
         if matched:
             found[rowid] = score
@@ -180,8 +175,94 @@ def _table_scores(
     texts, sizes = [], {}
     for rowid, text, size in connection.execute(_TEXT_SQL[table], (rowids,)):
         texts.append((rowid, text))
-        sizes[rowid] = _size(size)
+        sizes[rowid] = lexical.docsize_tokens(size)
     return _scores(texts, sizes, _TOKENIZERS[table], terms, idfs, averages)
+
+
+def term_shares(
+    connection: sqlite3.Connection,
+    group: Sequence[Phrase],
+    counts: lexical.Counts,
+    keys: Mapping[int, int] | None = None,
+) -> dict[int, float] | None:
+    """What :func:`lexical.phrase_scores` gives (the same bits; by ``keys[rowid]`` when ``keys``
+    is given, so that a caller keying memories otherwise needs no second pass over tens of
+    thousands of matches), from the index's own lists of
+    token occurrences (``fts5vocab`` instance tables on the store's connection) and the token
+    counts kept in ``counts``; ``None`` when it cannot be computed here (the first use failed
+    the self-check, a term is not one token, or the connection cannot make the tables).
+
+    FTS5's ``bm25()`` of a term's every match costs 1.5 µs a match in C, most of it finding
+    the term's positions again; its occurrences read as they are cost about a third of that.
+    """
+    if not group:
+        return {}
+    if not verified():
+        return None
+    return _shares(connection, group, counts, keys)
+
+
+def _shares(
+    connection: sqlite3.Connection,
+    group: Sequence[Phrase],
+    counts: lexical.Counts,
+    keys: Mapping[int, int] | None = None,
+) -> dict[int, float] | None:
+    found: dict[int, float] = {}
+    for table in _TOKENIZERS:
+        terms = [p.term for p in group if p.table == table]
+        if not terms:
+            continue
+        stems = _tokens(_TOKENIZERS[table]).stems(terms)
+        vocabulary = _vocabulary(connection, table)
+        if stems is None or vocabulary is None:
+            return None
+        rows, avgdl = counts.averages(connection, table)
+        hits = counts.phrase_counts(connection, [Phrase(table, t) for t in terms])
+        lengths = counts.lengths(connection, table)
+        part: dict[int, float] = {}
+        for stem, n in zip(stems, hits, strict=True):
+            weight = idf(rows, n)
+            occurrences = Counter(
+                map(
+                    _FIRST,
+                    connection.execute(f"SELECT doc FROM {vocabulary} WHERE term = ?", (stem,)),
+                )
+            )
+            memo: dict[tuple[int, int], float] = {}  # (f, D) -> share: few distinct pairs
+            for rowid, f in occurrences.items():
+                pair = (f, lengths[rowid])
+                share = memo.get(pair)
+                if share is None:
+                    share = memo[pair] = _share(weight, f, pair[1], avgdl)
+                at = rowid if keys is None else keys[rowid]
+                part[at] = part.get(at, 0.0) + share
+        if not found:
+            found = part
+            continue
+        for rowid, raw in part.items():
+            found[rowid] = found.get(rowid, 0.0) + raw
+    return found
+
+
+def _share(weight: float, occurrences: int, length: int, avgdl: float) -> float:
+    """One phrase's addition to ``bm25()`` (fts5Bm25Function): ``idf * (f * (k1 + 1)) /
+    (f + k1 * (1 - b + b * D / avgdl))``."""
+    f = float(occurrences)
+    return weight * ((f * (_K1 + 1.0)) / (f + _K1 * (1 - _B + _B * float(length) / avgdl)))
+
+
+def _vocabulary(connection: sqlite3.Connection, table: Table) -> str | None:
+    """The name of an ``fts5vocab`` instance table over ``table``, made in the connection's
+    temporary schema (``None`` when it cannot be)."""
+    name = f"temp.hotmem_{table}_instances"
+    try:
+        connection.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5vocab (main, {table}, instance)"
+        )
+    except sqlite3.Error:
+        return None
+    return name
 
 
 def scores_among(
@@ -259,8 +340,8 @@ def _check_store(rng: random.Random) -> sqlite3.Connection:
 @cache
 def verified() -> bool:
     """Whether the bits computed here are this process's SQLite's: both ways, on the store's two
-    lexical indexes over 200 generated texts, for 32 queries of words, CJK grams or both,
-    each for 24 of the texts."""
+    lexical indexes over 200 generated texts, for 32 queries of words, CJK grams or both:
+    :func:`scores_among` for 24 of the texts, :func:`term_shares` for every match."""
     rng = random.Random(0)
     try:
         store = _check_store(rng)
@@ -275,6 +356,9 @@ def verified() -> bool:
             chosen = rng.sample(range(1, 201), 24)
             expected = lexical.matches_among(store, query, chosen)
             if _among(store, query, chosen, counts) != expected:
+                return False
+            group = lexical.phrases(query)
+            if _shares(store, group, counts) != lexical.phrase_scores(store, group):
                 return False
     except sqlite3.Error:
         return False

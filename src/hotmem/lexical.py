@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from array import array
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -31,6 +32,7 @@ __all__ = [
     "Counts",
     "Phrase",
     "all_matches",
+    "docsize_tokens",
     "matches_among",
     "phrase_counts",
     "phrase_members",
@@ -38,6 +40,7 @@ __all__ = [
     "phrases",
     "table_averages",
     "table_rows",
+    "token_counts",
     "varints",
 ]
 
@@ -155,6 +158,14 @@ class Counts:
     rows: dict[Table, int] = field(default_factory=dict)
     phrases: dict[Phrase, int] = field(default_factory=dict)
     means: dict[Table, tuple[int, float]] = field(default_factory=dict)
+    sizes: dict[Table, array[int] | dict[int, int]] = field(default_factory=dict)
+
+    def lengths(self, connection: sqlite3.Connection, table: Table) -> array[int] | dict[int, int]:
+        """:func:`token_counts`, read once."""
+        found = self.sizes.get(table)
+        if found is None:
+            found = self.sizes[table] = token_counts(connection, table)
+        return found
 
     def averages(self, connection: sqlite3.Connection, table: Table) -> tuple[int, float]:
         """:func:`table_averages`, read once."""
@@ -198,6 +209,25 @@ def phrase_scores(connection: sqlite3.Connection, group: Sequence[Phrase]) -> di
 def table_rows(connection: sqlite3.Connection, table: Table) -> int:
     """The number of rows of one lexical index."""
     return int(connection.execute(rows_sql(table)).fetchone()[0])
+
+
+def token_counts(connection: sqlite3.Connection, table: Table) -> array[int] | dict[int, int]:
+    """Every row's token count in one lexical index (its docsize table), by rowid: an array of
+    4 bytes a rowid (0 where there is no row), or a dict when rowids are sparse (more than
+    twice as many rowids as rows)."""
+    rows, top = connection.execute(f"SELECT count(*), max(id) FROM {table}_docsize").fetchone()
+    sql = f"SELECT id, sz FROM {table}_docsize"
+    if top is None or top > 2 * rows + 65_536:
+        return {rowid: docsize_tokens(sz) for rowid, sz in connection.execute(sql)}
+    found = array("i", bytes(4 * (top + 1)))
+    for rowid, sz in connection.execute(sql):
+        found[rowid] = docsize_tokens(sz)
+    return found
+
+
+def docsize_tokens(sz: bytes) -> int:
+    """A docsize row's token count: one varint a column (one byte below 128 tokens)."""
+    return sz[0] if len(sz) == 1 else sum(varints(sz))
 
 
 def varints(blob: bytes) -> list[int]:

@@ -116,6 +116,14 @@ def in_scope(found: dict[int, float], position: dict[int, int], scope: range) ->
     return {p: value for p, value in keyed if start <= p < stop}
 
 
+def _within(found: dict[int, float], scope: range, size: int) -> dict[int, float]:
+    """The position-keyed values of ``found`` in ``scope`` (``found`` itself when ``scope`` is
+    the whole index of ``size`` positions)."""
+    if scope.start == 0 and scope.stop >= size:
+        return found
+    return {p: value for p, value in found.items() if scope.start <= p < scope.stop}
+
+
 @dataclass(frozen=True, slots=True)
 class Search:
     """One search over a loaded vector index.
@@ -236,9 +244,16 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
     computed = 0
     while True:
         if read:
-            found = lexical.phrase_scores(connection, [terms[i] for i in read])
+            group = [terms[i] for i in read]
+            found = bm25.term_shares(connection, group, search.counts, search.position)
+            if found is None:
+                found = in_scope(
+                    lexical.phrase_scores(connection, group),
+                    search.position,
+                    range(len(search.position)),
+                )
             computed += len(found)
-            shares = in_scope(found, search.position, search.scope)
+            shares = _within(found, search.scope, len(search.position))
             if not partial:
                 partial = shares
             else:
@@ -256,9 +271,12 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
             return answer
         if answer == "crowded":  # learn who matches the rarest unknown deferred term
             rowids = lexical.phrase_members(connection, terms[fetchable[0]])
-            members[fetchable[0]] = frozenset(
-                in_scope(dict.fromkeys(rowids, 0.0), search.position, search.scope)
-            )
+            scope = search.scope
+            found_positions = map(search.position.__getitem__, rowids)
+            if scope.start == 0 and scope.stop >= len(search.position):
+                members[fetchable[0]] = frozenset(found_positions)
+            else:
+                members[fetchable[0]] = frozenset(p for p in found_positions if p in scope)
             read = []
             continue
         if not pending:

@@ -65,6 +65,42 @@ def test_scores_among_are_fts5_bits(facts: list[str], query: str, chosen: set[in
         ]
 
 
+@given(
+    facts=st.lists(texts, min_size=1, max_size=30),
+    query=st.lists(st.sampled_from([*WORDS, "absent"]), min_size=1, max_size=6).map(" ".join),
+)
+def test_term_shares_are_fts5_bits(facts: list[str], query: str) -> None:
+    with _store(facts) as store:
+        group = lexical.phrases(lexical_query(query))
+        expected = lexical.phrase_scores(store.connection, group)
+        got = bm25.term_shares(store.connection, group, lexical.Counts())
+        assert got is not None
+        assert [(r, v.hex()) for r, v in sorted(got.items())] == [
+            (r, v.hex()) for r, v in sorted(expected.items())
+        ]
+
+
+def test_term_shares_by_other_keys() -> None:
+    with _store(["common deploy", "common", "deploys deploy"]) as store:
+        group = lexical.phrases(lexical_query("deploy common"))
+        by_rowid = bm25.term_shares(store.connection, group, lexical.Counts())
+        keys = {1: 10, 2: 20, 3: 30}
+        by_key = bm25.term_shares(store.connection, group, lexical.Counts(), keys)
+        assert by_rowid is not None
+        assert by_key == {keys[r]: v for r, v in by_rowid.items()}
+        assert sorted(by_rowid) == [1, 2, 3]
+
+
+def test_term_shares_without_a_temporary_table_get_no_answer() -> None:
+    # The occurrence lists are read through an fts5vocab table in the connection's temporary
+    # schema; a connection that may not make one gets no answer (the caller asks FTS5).
+    with _store(["common deploy", "common"]) as store:
+        store.connection.execute("PRAGMA query_only = ON")
+        group = lexical.phrases(lexical_query("deploy"))
+        assert bm25.term_shares(store.connection, group, lexical.Counts()) is None
+        assert lexical.phrase_scores(store.connection, group).keys() == {1}
+
+
 def test_a_word_in_every_memory_and_its_inflections() -> None:
     # "deploys" and "deploy" are one token to the index: both phrases count every occurrence.
     facts = ["common deploy", "common deploys deployed", "common", "common invoice deploy deploy"]
