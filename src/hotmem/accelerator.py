@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -60,6 +60,28 @@ class MatrixScan:
     query: tuple[float, ...]
     zero: frozenset[int]
     margin: float = MARGIN
+    #: Arrays made from the collections a query's bounds passes hand over, by their identity:
+    #: the read shares and a deferred term's members stay the same objects from one pass to
+    #: the next, and converting tens of thousands of them again was most of a pass.
+    arrays: dict[int, tuple[object, npt.NDArray[Any]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def _converted(self, source: Collection[int], values: bool = False) -> npt.NDArray[Any]:
+        """The offsets in scope of the positions ``source`` holds (or, with ``values``, the
+        values of the dict ``source``, in the same order), made once per object."""
+        key = id(source) * 2 + values
+        hit = self.arrays.get(key)
+        if hit is not None and hit[0] is source:
+            return hit[1]
+        made: npt.NDArray[Any]
+        if values:
+            assert isinstance(source, dict)
+            made = np.fromiter(source.values(), dtype=np.float64, count=len(source))
+        else:
+            made = np.fromiter(source, dtype=np.int64, count=len(source)) - self.start
+        self.arrays[key] = (source, made)
+        return made
 
     def cosine(self, position: int) -> float:
         """The exact cosine between the query and the vector at ``position``."""
@@ -98,7 +120,7 @@ class MatrixScan:
         wv, wi = weights
         sure = self.products >= floor + MARGIN
         if exclude:
-            offsets = np.fromiter(exclude, dtype=np.int64, count=len(exclude)) - self.start
+            offsets = self._converted(exclude)
             sure[offsets[(offsets >= 0) & (offsets < len(sure))]] = False
         bases = wv * (self.products[sure] - MARGIN) + wi * self.importances[sure]
         if len(bases) > k:
@@ -125,8 +147,8 @@ class MatrixScan:
             problem.gate,
         )
         size = len(partial)
-        offsets = np.fromiter(partial.keys(), dtype=np.int64, count=size) - start
-        shares = np.fromiter(partial.values(), dtype=np.float64, count=size)
+        offsets = self._converted(partial)
+        shares = self._converted(partial, values=True)
         low = products[offsets] - MARGIN
         admitted = np.ones(size, dtype=bool) if gate is None else low >= gate
         if floor is not None:
@@ -144,7 +166,7 @@ class MatrixScan:
 
         bonus = np.full(len(products), deferred.unknown, dtype=np.float64)
         for ceiling, members in deferred.known:
-            bonus[np.fromiter(members, dtype=np.int64, count=len(members)) - start] += ceiling
+            bonus[self._converted(members)] += ceiling
         most = bonus.copy()
         most[offsets] += shares
         in_partial = np.zeros(len(products), dtype=bool)

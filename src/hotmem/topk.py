@@ -256,7 +256,8 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
             shares = _within(found, search.scope, len(search.position))
             if not partial:
                 partial = shares
-            else:
+            else:  # a new dict, not an update: the numpy bounds keep arrays of each partial
+                partial = dict(partial)
                 for p, share in shares.items():
                     partial[p] = partial.get(p, 0.0) + share
         # Which deferred terms a memory may match: all of them, until their members are known.
