@@ -18,7 +18,7 @@ computes the same sets with numpy arrays. Both widen every bound by ``RELATIVE``
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -131,41 +131,55 @@ def finalists(
     slack = wl * (1 + RELATIVE) / problem.best_low
     ranked: list[tuple[float, int]] = []
     contenders: list[int] = []
+    unknown, known = deferred.unknown, deferred.known
+    best_low = problem.best_low
+    # The loops below run over tens of thousands of memories: Deferred.of and the test of
+    # consider() are written out in them (the same arithmetic, in the same order).
     for p, share in partial.items():
-        most = share + deferred.of(p)
+        extra = 0.0
+        for ceiling, members in known:
+            if p in members:
+                extra += ceiling
+        most = share + (unknown + extra)
         upper = wv * (cosines[p] + margin) + most * slack + wi * importances[p] + ABSOLUTE
         if upper >= threshold:
             ranked.append((upper, p))
-        if most * (1 + RELATIVE) >= problem.best_low:
+        if most * (1 + RELATIVE) >= best_low:
             contenders.append(p)
 
-    def consider(p: int, value: float, most: float) -> None:
-        """A memory without a read share: a candidate by the floor or a deferred term only."""
-        upper = wv * (value + margin) + wi * importances[p] + most * slack + ABSOLUTE
-        if upper < threshold:
-            return
-        lifted = value + margin
-        if (floor is not None and lifted >= floor) or (
-            most > 0.0 and (gate is None or lifted >= gate)
-        ):
-            ranked.append((upper, p))
+    def consider(candidates: Iterable[tuple[int, float, float]]) -> None:
+        """Memories without a read share, ``(position, cosine, most from the deferred
+        terms)``: candidates by the floor or a deferred term only."""
+        for p, value, most in candidates:
+            upper = wv * (value + margin) + wi * importances[p] + most * slack + ABSOLUTE
+            if upper < threshold:
+                continue
+            lifted = value + margin
+            if (floor is not None and lifted >= floor) or (
+                most > 0.0 and (gate is None or lifted >= gate)
+            ):
+                ranked.append((upper, p))
 
     # Those that may match a deferred term whose members are known, one by one; the others can
     # get ``deferred.unknown`` at most, so the scan finds those that may reach the threshold.
-    matched = sorted(set().union(*(m for _, m in deferred.known)) - partial.keys())
+    matched = sorted(set().union(*(m for _, m in known)) - partial.keys())
     values = scan.approximations(matched) if scan else [0.0] * len(matched)
-    for p, value in zip(matched, values, strict=True):
-        consider(p, value, deferred.of(p))
-    others = threshold - deferred.unknown * slack - ABSOLUTE
+    mosts = []
+    for p in matched:
+        extra = 0.0
+        for ceiling, members in known:
+            if p in members:
+                extra += ceiling
+        mosts.append(unknown + extra)
+    consider(zip(matched, values, mosts, strict=True))
+    others = threshold - unknown * slack - ABSOLUTE
     if scan is None or wv <= 0.0:
-        if deferred.unknown > 0.0 and wi * top_importance >= others:
+        if unknown > 0.0 and wi * top_importance >= others:
             return "loose"
         reachable = [] if scan is None or floor is None else list(scan.at_least(floor).items())
     else:
         reachable = scan.reaching(others, (wv, wi))
     skipped = set(matched)
-    for p, value in reachable:
-        if p not in partial and p not in skipped:
-            consider(p, value, deferred.unknown)
+    consider((p, value, unknown) for p, value in reachable if p not in partial and p not in skipped)
     ranked.sort(reverse=True)
     return Finalists(threshold, ranked, contenders)
