@@ -15,7 +15,9 @@ public ``add_many``) in a temporary directory, then times, on one connection, be
 - the same question's BM25 of 1, 64, 512 and 2,048 chosen memories both ways: the restricted
   FTS5 query, and HotMem's own computation (``hotmem/bm25.py``, checked to give the same
   bits), with what each costs per doclist entry walked and per text tokenized: the ratio
-  behind ``bm25.WALK_PER_TEXT``.
+  behind ``bm25.WALK_PER_TEXT``;
+- a term read whole (every match's share), for that question's terms: FTS5's ``bm25()``
+  (``lexical.phrase_scores``) against ``bm25.term_shares`` (the index's occurrence lists).
 
 ``docs/benchmarks.md`` ("Where the time goes now") explains what the figures mean for the
 bounded top k (``hotmem/topk.py``). Figures are local diagnostics, not guarantees.
@@ -171,6 +173,23 @@ def both_ways(connection: sqlite3.Connection, repeats: int) -> None:
         print(
             f"| {size:,} | {fts5 * 1000:.1f} | {fts5 * 1e6 / walked:.3f} | {ours * 1000:.1f} "
             f"| {ours * 1e6 / size:.1f} |",
+            flush=True,
+        )
+    print("\n| term read whole | matches | FTS5 `bm25()` (ms) | computed by HotMem (ms) |")
+    print("|---|---:|---:|---:|")
+    for phrase in lexical.phrases(query):
+        fts5, ours = float("inf"), float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            expected = lexical.phrase_scores(connection, [phrase])
+            middle = time.perf_counter()
+            got = bm25.term_shares(connection, [phrase], counts)
+            fts5 = min(fts5, middle - start)
+            ours = min(ours, time.perf_counter() - middle)
+            if got != expected:
+                raise SystemExit(f"bm25.term_shares differs from FTS5 for {phrase.term!r}")
+        print(
+            f"| `{phrase.term}` | {len(expected):,} | {fts5 * 1000:.1f} | {ours * 1000:.1f} |",
             flush=True,
         )
 

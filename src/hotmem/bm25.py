@@ -1,26 +1,33 @@
-"""FTS5's ``bm25()`` of chosen memories, computed here instead of by a query over the store.
+"""FTS5's ``bm25()``, computed here from what FTS5 stores instead of by FTS5's queries.
 
-:func:`lexical.matches_among` gives the raw BM25 of chosen memories, but FTS5 walks every query
-term's whole doclist to do it: it counts each phrase's matches for its IDF and runs the query
-over the store, keeping the chosen rows (14 ms for one memory on a question matching most of
-100,000 memories, ten times that at 1,000,000). The formula (SQLite's ``fts5_aux.c``) needs
-less. Per phrase, its IDF, from how many rows match it (``lexical.Counts``, kept between
-searches), and the table's row count and mean token count (FTS5's own averages record). Per
-memory, its token count (the ``docsize`` shadow table) and how often each phrase occurs in it.
-Only FTS5's tokenizer knows the last, so the chosen memories' text is tokenized by FTS5 itself:
-inserted into a private in-memory FTS5 table with the same tokenizer, whose ``fts5vocab``
-instance table lists the tokens. The cost follows the number of memories chosen, not the size
-of the store (``benchmarks/fts_costs.py``).
+The formula (SQLite's ``fts5_aux.c``) needs, per phrase, its IDF, from how many rows match it
+(``lexical.Counts``, kept between searches), and the table's row count and mean token count
+(FTS5's own averages record); per memory, its token count (the ``docsize`` shadow table) and
+how often each phrase occurs in it. Two of FTS5's ways are slow where these are cheap:
+
+- :func:`term_shares`, for :func:`lexical.phrase_scores`: ``bm25()`` of every match of a term
+  costs 1.5 µs a match, most of it finding the term's positions again. The index's own list of
+  the term's occurrences (an ``fts5vocab`` instance table in the connection's temporary
+  schema) gives how often it occurs in each memory for about a third of that, and the token
+  counts are kept with the other counts.
+- :func:`scores_among`, for :func:`lexical.matches_among`: for chosen memories FTS5 still walks
+  every query term's whole doclist (14 ms for one memory on a question matching most of
+  100,000 memories, ten times that at 1,000,000). Here the chosen memories' text is tokenized
+  by FTS5 itself, in a private in-memory FTS5 table with the same tokenizer whose
+  ``fts5vocab`` table lists the tokens: a cost that follows the number of memories chosen, not
+  the size of the store (``benchmarks/fts_costs.py``).
 
 The arithmetic is ``fts5Bm25Function``'s, operation for operation, in IEEE doubles, with the
 phrases added in query order and a phrase that does not occur skipped (it adds exactly 0.0). So
 the bits are FTS5's, unless the SQLite library was compiled to fuse multiply-adds or its
 tokenizer has changed since the memories were indexed. Hence the guards, each of which makes
-:func:`scores_among` answer ``None``, and its caller run the FTS5 query instead:
+the function answer ``None``, and its caller run the FTS5 query instead:
 
 - the first use in a process compares both ways on a table of its own (:func:`verified`);
-- a memory whose text tokenizes to another token count than its index recorded;
-- a query term that is not exactly one token (FTS5 would match it as a phrase of several).
+- a query term that is not exactly one token (FTS5 would match it as a phrase of several);
+- for :func:`scores_among`, a memory whose text tokenizes to another token count than its
+  index recorded;
+- for :func:`term_shares`, a connection that cannot make the temporary table.
 """
 
 from __future__ import annotations

@@ -27,6 +27,10 @@ than ``2.2 * idf``, and ``idf`` follows from how many memories match the term
 Bounds carry a small slack (``RELATIVE``, ``ABSOLUTE``) so that float rounding can only add
 finalists, never drop one: the result is identical, score bits included, to
 :func:`exhaustive_top_k`, which a property test checks on random stores.
+
+The BM25 of step 1 and of step 3 is FTS5's, computed by ``bm25.py`` from the index's own
+occurrence lists and token counts where it can be (``bm25.term_shares``,
+``bm25.scores_among``), and by FTS5's queries otherwise: the same bits either way.
 """
 
 from __future__ import annotations

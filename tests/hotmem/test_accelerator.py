@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -84,3 +85,18 @@ def test_the_numpy_scan_keeps_exactly_the_stdlib_positions(tmp_path: Path) -> No
 def test_an_unknown_accelerator_is_refused() -> None:
     with pytest.raises(hotmem.ValidationError, match="accelerator must be one of 'auto'"):
         hotmem.open_store(":memory:", accelerator="gpu")  # type: ignore[arg-type]
+
+
+def test_the_index_is_not_walked_by_full_garbage_collections() -> None:
+    # Its per-memory columns are tuples of numbers and strings, which leave the collector's
+    # lists after one collection; lists of the same would be walked by every full collection,
+    # during whichever search triggers it (13 ms at 100,000 memories).
+    with hotmem.open_store(":memory:") as store:
+        store.add_many(
+            [{"fact": f"fact {i}", "identifier": "a", "memory_id": f"m-{i}"} for i in range(50)]
+        )
+        index = store.vector_index()
+        gc.collect()
+        columns = (index.rowids, index.memory_ids, index.identifiers, index.importances)
+        assert [gc.is_tracked(column) for column in columns] == [False] * 4
+        assert not gc.is_tracked(index.position)
