@@ -158,6 +158,7 @@ def both_ways(connection: sqlite3.Connection, repeats: int) -> None:
         "| µs a text |"
     )
     print("|---:|---:|---:|---:|---:|")
+    times: dict[int, tuple[float, float]] = {}
     for size in (1, 64, 512, 2048):
         chosen = random.Random(size).sample(rowids, size)
         fts5, ours = float("inf"), float("inf")
@@ -175,6 +176,18 @@ def both_ways(connection: sqlite3.Connection, repeats: int) -> None:
             f"| {ours * 1e6 / size:.1f} |",
             flush=True,
         )
+        times[size] = (fts5, ours)
+    # Linear costs: a walk is a * entries + b * chosen, computing here c + d * chosen; so
+    # computing here pays while chosen * (d - b) / a < entries: the ratio bm25.WALK_PER_TEXT
+    # stands for.
+    d = (times[2048][1] - times[64][1]) / (2048 - 64)
+    b = (times[2048][0] - times[64][0]) / (2048 - 64)
+    a = (times[64][0] - 64 * b) / walked
+    print(
+        f"\nper memory chosen: {d * 1e6:.1f} µs computed here, {b * 1e6:.1f} µs more in a walk; "
+        f"a walk {a * 1e6:.3f} µs an entry: computing here pays below one memory for "
+        f"{(d - b) / a:.0f} entries (bm25.WALK_PER_TEXT = {bm25.WALK_PER_TEXT})"
+    )
     print("\n| term read whole | matches | FTS5 `bm25()` (ms) | computed by HotMem (ms) |")
     print("|---|---:|---:|---:|")
     for phrase in lexical.phrases(query):

@@ -180,8 +180,10 @@ class MatrixScan:
         chosen = np.flatnonzero((upper >= threshold) & possible)
         chosen = chosen[np.argsort(-upper[chosen], kind="stable")]
         ranked = list(zip(upper[chosen].tolist(), (chosen + start).tolist(), strict=True))
-        rich = (shares + bonus[offsets]) * (1 + RELATIVE) >= problem.best_low
-        return Finalists(threshold, ranked, (offsets[rich] + start).tolist())
+        mosts = shares + bonus[offsets]
+        rich = np.flatnonzero(mosts * (1 + RELATIVE) >= problem.best_low)
+        rich = rich[np.argsort(-mosts[rich], kind="stable")]
+        return Finalists(threshold, ranked, (offsets[rich] + start).tolist(), mosts[rich].tolist())
 
 
 def scan(

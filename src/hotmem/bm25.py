@@ -51,10 +51,13 @@ __all__ = ["WALK_PER_TEXT", "idf", "scores_among", "term_shares", "verified"]
 
 _FIRST = itemgetter(0)
 
-#: A restricted FTS5 query walks every query term's doclist, about 0.15 µs an entry; computing
-#: here costs about 1 ms and 14 µs a text (``benchmarks/fts_costs.py``, 100,000 memories). So
-#: computing here pays when the texts are fewer than a hundredth of the entries walked.
-WALK_PER_TEXT = 100
+#: A restricted FTS5 query costs about ``a`` a doclist entry walked plus ``b`` a memory chosen;
+#: computing here, ``c + d`` a memory. So it pays while memories x (d - b) / a < entries.
+#: ``benchmarks/fts_costs.py`` measures the ratio (d - b) / a: 68 at 100,000 heavy-workload
+#: memories (d = 14, b = 4 µs, a = 0.15 µs), less at 1,000,000 (the walk's cost by the memory
+#: grows with the file). The larger, rounded down to a power of two, so that a walk is never
+#: given up where it is the cheaper. Only speed depends on it: the bits are the same.
+WALK_PER_TEXT = 64
 # fts5Bm25Function's constants.
 _K1 = 1.2
 _B = 0.75

@@ -94,12 +94,14 @@ class Finalists:
     Attributes:
         threshold: no answer's score is below it.
         ranked: ``(upper bound, position)`` of every finalist, highest bound first.
-        contenders: positions whose raw BM25 may be ``best``.
+        contenders: positions whose raw BM25 may be ``best``, highest bound first.
+        ceilings: the upper bounds of their raw BM25, in the same order.
     """
 
     threshold: float
     ranked: list[tuple[float, int]]
     contenders: list[int]
+    ceilings: list[float]
 
 
 def finalists(
@@ -130,7 +132,7 @@ def finalists(
 
     slack = wl * (1 + RELATIVE) / problem.best_low
     ranked: list[tuple[float, int]] = []
-    contenders: list[int] = []
+    contenders: list[tuple[float, int]] = []
     unknown, known = deferred.unknown, deferred.known
     best_low = problem.best_low
     # The loops below run over tens of thousands of memories: Deferred.of and the test of
@@ -145,7 +147,7 @@ def finalists(
         if upper >= threshold:
             ranked.append((upper, p))
         if most * (1 + RELATIVE) >= best_low:
-            contenders.append(p)
+            contenders.append((most, p))
 
     def consider(candidates: Iterable[tuple[int, float, float]]) -> None:
         """Memories without a read share, ``(position, cosine, most from the deferred
@@ -182,4 +184,7 @@ def finalists(
     skipped = set(matched)
     consider((p, value, unknown) for p, value in reachable if p not in partial and p not in skipped)
     ranked.sort(reverse=True)
-    return Finalists(threshold, ranked, contenders)
+    contenders.sort(key=lambda c: -c[0])
+    return Finalists(
+        threshold, ranked, [p for _, p in contenders], [most for most, _ in contenders]
+    )

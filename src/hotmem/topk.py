@@ -56,8 +56,9 @@ _CHEAP_ROWS = 512
 _CHEAP_SHARE = 64
 #: A scope of at most 1 / _SMALL_SCOPE of the store reads the BM25 of its own matches only.
 _SMALL_SCOPE = 8
-#: Finalists scored exactly in the first batch (later batches are four times larger): each
-#: batch runs the query's doclists once, so few large batches beat many small ones.
+#: Finalists scored exactly in the first batch. A batch FTS5 scores walks the query's doclists
+#: once, so few large batches beat many small ones: the next is four times larger. A batch
+#: computed by ``bm25.py`` costs by the memory: the next is twice as large.
 _FIRST_BATCH = 512
 #: More finalists or contenders than this, and who matches the rarest unknown deferred term
 #: is read first.
@@ -199,22 +200,56 @@ def _scope_top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Se
     """:func:`exhaustive_top_k` for a scope much smaller than the store: the BM25 of its own
     matches only, in one restricted query (the same bits)."""
     scope, rowids = search.scope, search.rowids
-    found = _among(connection, query, search, rowids[scope.start : scope.stop])
+    found, _ = _among(connection, query, search, rowids[scope.start : scope.stop])
     raws = in_scope(found, search.position, scope)
     return search.score(raws, list(search.floor_hits().keys() | raws.keys()), len(found))
 
 
 def _among(
     connection: sqlite3.Connection, query: LexicalQuery, search: Search, rowids: Collection[int]
-) -> dict[int, float]:
+) -> tuple[dict[int, float], bool]:
     """:func:`lexical.matches_among` (the same bits), the cheaper way: computed by ``bm25.py``
     when it tokenizes fewer texts than ``1 / bm25.WALK_PER_TEXT`` of the doclist entries FTS5
-    would walk, else by FTS5."""
-    if len(rowids) * bm25.WALK_PER_TEXT <= _walk(connection, query, search):
+    would walk, else by FTS5; and whether it was computed by ``bm25.py``."""
+    if _computed_here(connection, query, search, len(rowids)):
         found = bm25.scores_among(connection, query, rowids, search.counts)
         if found is not None:
-            return found
-    return lexical.matches_among(connection, query, rowids)
+            return found, True
+    return lexical.matches_among(connection, query, rowids), False
+
+
+def _best(
+    connection: sqlite3.Connection,
+    query: LexicalQuery,
+    search: Search,
+    found: Finalists,
+    chosen: set[int],
+) -> tuple[dict[int, float], bool]:
+    """The raw BM25 of ``chosen`` (rowids) and of enough of best's contenders that no other can
+    exceed the largest found: contenders highest bound first, in growing batches, until the
+    next one's bound is below it. So the largest is ``best``. And whether the first batch
+    was computed by ``bm25.py``."""
+    contenders, ceilings, rowids = found.contenders, found.ceilings, search.rowids
+    matched: dict[int, float] = {}
+    first: bool | None = None
+    start, size = 0, _FIRST_BATCH
+    while True:
+        stop = min(len(contenders), start + size)
+        chosen = chosen | {rowids[p] for p in contenders[start:stop]}
+        part, computed_here = _among(connection, query, search, chosen)
+        first = computed_here if first is None else first
+        matched.update(part)
+        top = max(matched.values(), default=0.0)
+        start, size, chosen = stop, size * 2, set()
+        if start >= len(contenders) or ceilings[start] * (1 + RELATIVE) < top:
+            return matched, first
+
+
+def _computed_here(
+    connection: sqlite3.Connection, query: LexicalQuery, search: Search, size: int
+) -> bool:
+    """Whether :func:`_among` of ``size`` memories tokenizes them rather than walk."""
+    return size * bm25.WALK_PER_TEXT <= _walk(connection, query, search)
 
 
 def _walk(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -> int:
@@ -361,13 +396,14 @@ def _resolve(
     """Score the finalists exactly, highest upper bound first, in growing batches, until no
     finalist left can reach the ``limit``-th exact score found (or ``threshold``).
 
-    The first batch also reads best's contenders, so ``best`` is exact from then on. Each
-    batch is one restricted query (``lexical.matches_among``) or its bits computed by
+    The first batch also reads best's contenders, highest bound first, until none left can
+    exceed the largest exact raw BM25 found (:func:`_best`), so ``best`` is exact from then
+    on. Each batch is one restricted query (``lexical.matches_among``) or its bits computed by
     ``bm25.py`` (:func:`_among`), and exact cosines.
     """
     rule, importances, rowids = search.rule, search.importances, search.rowids
     wv, wl, wi = rule.weights.cosine, rule.weights.bm25, rule.weights.importance
-    finalists, contenders, threshold = found.ranked, found.contenders, found.threshold
+    finalists, threshold = found.ranked, found.threshold
     raws: dict[int, float] = {}
     scored: list[int] = []
     kept: list[float] = []  # a min-heap of the limit best exact scores
@@ -380,8 +416,9 @@ def _resolve(
         batch = [p for _, p in finalists[start:stop]]
         chosen = {rowids[p] for p in batch}
         if not scored:
-            chosen |= {rowids[p] for p in contenders}
-        matched = _among(connection, query, search, chosen)
+            matched, computed_here = _best(connection, query, search, found, chosen)
+        else:
+            matched, computed_here = _among(connection, query, search, chosen)
         computed += len(matched)
         raws.update(in_scope(matched, search.position, search.scope))
         if not scored:
@@ -398,5 +435,7 @@ def _resolve(
         scored.extend(batch)
         if len(kept) == search.limit:
             threshold = max(threshold, kept[0] - ABSOLUTE)
-        start, size = stop, size * 4
+        # A walk costs the same for any batch: few large ones. Computing here costs by the
+        # memory, so a batch only twice the last reads few memories past the point of stopping.
+        start, size = stop, size * (2 if computed_here else 4)
     return search.score(raws, scored, computed)

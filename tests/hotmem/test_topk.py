@@ -218,6 +218,16 @@ def _small_thresholds() -> Iterator[None]:
     limit=1,
     accelerated=False,
 )
+@example(  # best is held by a contender whose bound is not the highest
+    memories=[("common", "a", 0.0)] * 4
+    + [("tuesday", "a", 0.0)] * 2
+    + [("deploy tuesday", "a", 0.0), ("common invoice deploy", "a", 0.0)],
+    query="invoice deploy tuesday",
+    identifier=None,
+    rule=Rule(Weights(cosine=0.3, bm25=0.0, importance=0.0), -1.0),
+    limit=1,
+    accelerated=False,
+)
 def test_bounded_top_k_is_exhaustive_scoring_on_every_path(
     memories: list[tuple[str, str, float]],
     query: str,
