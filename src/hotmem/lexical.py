@@ -144,14 +144,15 @@ def phrase_counts(connection: sqlite3.Connection, terms: Iterable[Phrase]) -> li
 
 @dataclass(slots=True)
 class Counts:
-    """:func:`table_rows` and :func:`phrase_counts` for one state of the store, kept between
-    queries.
+    """:func:`table_rows`, :func:`phrase_counts`, :func:`table_averages` and
+    :func:`token_counts` for one state of the store, kept between queries.
 
     Counting a phrase reads its whole doclist (a word in most memories: 4 ms at 100,000
     memories, 40 ms at 1,000,000), and the common words that cost most recur in most queries.
     The store keeps one ``Counts`` with its vector index and drops both when the store changes
     (``MemoryStore.vector_index``), so a count is never older than the state it is read in.
-    At most ``LIMIT`` phrases are kept; past that the cache starts again.
+    At most ``LIMIT`` phrases are kept; past that the cache starts again. The token counts
+    (``bm25.term_shares``) take 4 bytes a memory, read once (35 ms at 100,000 memories).
     """
 
     LIMIT = 65_536
