@@ -53,10 +53,10 @@ _FIRST = itemgetter(0)
 
 #: A restricted FTS5 query costs about ``a`` a doclist entry walked plus ``b`` a memory chosen;
 #: computing here, ``c + d`` a memory. So it pays while memories x (d - b) / a < entries.
-#: ``benchmarks/fts_costs.py`` measures the ratio (d - b) / a: 68 at 100,000 heavy-workload
-#: memories (d = 14, b = 4 µs, a = 0.15 µs), less at 1,000,000 (the walk's cost by the memory
-#: grows with the file). The larger, rounded down to a power of two, so that a walk is never
-#: given up where it is the cheaper. Only speed depends on it: the bits are the same.
+#: ``benchmarks/fts_costs.py`` measures the ratio (d - b) / a: 81 on 100,000 heavy-workload
+#: memories (d = 8.4, b = 2.8, a = 0.07 µs; 68 on a busier machine), less at 1,000,000 (a
+#: walk's cost by the memory grows with the file). Rounded down to a power of two. Only speed
+#: depends on it: the bits are the same.
 WALK_PER_TEXT = 64
 # fts5Bm25Function's constants.
 _K1 = 1.2
