@@ -202,3 +202,42 @@ def test_threads_tokenize_apart() -> None:
         for thread in threads:
             thread.join()
     assert results == [expected] * 3
+
+
+def _lexical_tables() -> sqlite3.Connection:
+    """The store's two lexical indexes over a content table of facts only."""
+    connection = sqlite3.connect(":memory:")
+    for statement in bm25._CHECK_SCHEMA:
+        connection.execute(statement)
+    return connection
+
+
+def test_token_counts_by_rowid_dense_and_sparse() -> None:
+    # An array of 4 bytes a rowid while rowids are dense; a dict once they are sparse (more
+    # than twice as many rowids as rows, past 65,536), so a store of few memories with a large
+    # rowid does not cost an array up to it.
+    connection = _lexical_tables()
+    for rowid, fact in ((1, "one two three"), (3, "one")):
+        connection.execute("INSERT INTO memories (rowid, fact) VALUES (?, ?)", (rowid, fact))
+        connection.execute("INSERT INTO memories_fts (rowid, fact) VALUES (?, ?)", (rowid, fact))
+    dense = lexical.token_counts(connection, "memories_fts")
+    assert list(dense) == [0, 3, 0, 1]
+    connection.execute("INSERT INTO memories (rowid, fact) VALUES (200000, 'far away words')")
+    connection.execute("INSERT INTO memories_fts (rowid, fact) VALUES (200000, 'far away words')")
+    assert lexical.token_counts(connection, "memories_fts") == {1: 3, 3: 1, 200000: 3}
+    assert lexical.token_counts(connection, "memories_cjk") == {}
+
+
+def test_a_fact_of_more_than_127_tokens() -> None:
+    # Its token count takes two bytes in the docsize table (a varint).
+    facts = ["common " + "deploy invoice " * 150, "common deploy"]
+    with _store(facts) as store:
+        assert lexical.token_counts(store.connection, "memories_fts")[1] == 301
+        terms = lexical_query("deploy invoice")
+        group = lexical.phrases(terms)
+        assert bm25.term_shares(store.connection, group, lexical.Counts()) == (
+            lexical.phrase_scores(store.connection, group)
+        )
+        assert bm25.scores_among(store.connection, terms, [1, 2], lexical.Counts()) == (
+            lexical.matches_among(store.connection, terms, [1, 2])
+        )
