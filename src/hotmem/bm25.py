@@ -6,9 +6,9 @@ The formula (SQLite's ``fts5_aux.c``) needs, per phrase, its IDF, from how many 
 how often each phrase occurs in it. Two of FTS5's ways are slow where these are cheap:
 
 - :func:`term_shares`, for :func:`lexical.phrase_scores`: ``bm25()`` of every match of a term
-  costs 1.5 µs a match, most of it finding the term's positions again. The index's own list of
+  costs about 1 µs a match, most of it finding the term's positions again. The index's own list of
   the term's occurrences (an ``fts5vocab`` instance table in the connection's temporary
-  schema) gives how often it occurs in each memory for about a third of that, and the token
+  schema) gives how often it occurs in each memory for half to nine tenths of that, and the token
   counts are kept with the other counts.
 - :func:`scores_among`, for :func:`lexical.matches_among`: for chosen memories FTS5 still walks
   every query term's whole doclist (14 ms for one memory on a question matching most of
@@ -189,6 +189,16 @@ def _table_scores(
     return _scores(texts, sizes, _TOKENIZERS[table], terms, idfs, averages)
 
 
+def _added(found: dict[int, float], part: dict[int, float]) -> dict[int, float]:
+    """``found`` with the CJK index's ``part`` added (the word index's first, as
+    :func:`lexical.all_matches` adds them)."""
+    if not found:
+        return part
+    for rowid, raw in part.items():
+        found[rowid] = found.get(rowid, 0.0) + raw
+    return found
+
+
 def term_shares(
     connection: sqlite3.Connection,
     group: Sequence[Phrase],
@@ -197,13 +207,14 @@ def term_shares(
 ) -> dict[int, float] | None:
     """What :func:`lexical.phrase_scores` gives (the same bits; by ``keys[rowid]`` when ``keys``
     is given, so that a caller keying memories otherwise needs no second pass over tens of
-    thousands of matches), from the index's own lists of
-    token occurrences (``fts5vocab`` instance tables on the store's connection) and the token
-    counts kept in ``counts``; ``None`` when it cannot be computed here (the first use failed
-    the self-check, a term is not one token, or the connection cannot make the tables).
+    thousands of matches), from the index's own lists of token occurrences (``fts5vocab``
+    instance tables on the store's connection) and the token counts kept in ``counts``;
+    ``None`` when it cannot be computed here (the first use failed the self-check, a term is
+    not one token, or the connection cannot make the tables).
 
-    FTS5's ``bm25()`` of a term's every match costs 1.5 µs a match in C, most of it finding
-    the term's positions again; its occurrences read as they are cost about a third of that.
+    FTS5's ``bm25()`` of a term's every match costs about 1 µs a match in C, most of it finding
+    the term's positions again; its occurrences read as they are cost half to nine tenths of
+    that (``benchmarks/fts_costs.py``).
     """
     if not group:
         return {}
@@ -247,11 +258,7 @@ def _shares(
                     share = memo[pair] = _share(weight, f, pair[1], avgdl)
                 at = rowid if keys is None else keys[rowid]
                 part[at] = part.get(at, 0.0) + share
-        if not found:
-            found = part
-            continue
-        for rowid, raw in part.items():
-            found[rowid] = found.get(rowid, 0.0) + raw
+        found = _added(found, part)
     return found
 
 
@@ -306,11 +313,7 @@ def _among(
         part = _table_scores(connection, table, terms, chosen, counts)
         if part is None:
             return None
-        if not found:
-            found = part
-            continue
-        for rowid, raw in part.items():
-            found[rowid] = found.get(rowid, 0.0) + raw
+        found = _added(found, part)
     return found
 
 
