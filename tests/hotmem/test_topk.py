@@ -262,6 +262,61 @@ def test_bounded_top_k_computing_bm25_itself_is_exhaustive_scoring(
         _check(memories, query, identifier, rule, limit, accelerated)
 
 
+@given(
+    memories=memories,
+    small=st.lists(st.tuples(facts, st.just("d"), st.sampled_from([0.0, 0.5])), max_size=4),
+    query=SEARCHES["query"],
+    rule=rules,
+    limit=SEARCHES["limit"],
+    whole=st.booleans(),
+    here=st.booleans(),
+)
+def test_a_small_scope_is_exhaustive_scoring_either_way(
+    memories: list[tuple[str, str, float]],
+    small: list[tuple[str, str, float]],
+    query: str,
+    rule: Rule,
+    limit: int,
+    whole: bool,
+    here: bool,
+) -> None:
+    # A scope of at most an eighth of the store reads its own matches whole or takes the
+    # bounds, by cost (topk._scope_budget): both ways give exhaustive scoring's answer, with
+    # its BM25 from FTS5 or computed by bm25.py.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(topk, "_scope_budget", lambda *_: 0.0 if whole else None)
+        patch.setattr(bm25, "WALK_PER_TEXT", 0 if here else 10**9)
+        _check([*memories * 8, *small], query, "d", rule, limit, False)
+
+
+def test_the_cost_decides_how_a_small_scope_is_read() -> None:
+    # A scope of 4 of 64 memories: with a term in every memory (read whole store-wide first),
+    # its own matches cost less and are read whole; with a rare term, the bounds cost less.
+    rows = [
+        {
+            "fact": "common" + " invoice" * (i % 16 == 0),
+            "identifier": "a" if i < 60 else "b",
+            "memory_id": f"m-{i:03d}",
+        }
+        for i in range(64)
+    ]
+    whole: list[str] = []
+    scope_top_k = topk._scope_top_k
+
+    def recorded(connection: sqlite3.Connection, query: Any, search: Search) -> Ranked:
+        whole.append(" ".join(query.words))
+        return scope_top_k(connection, query, search)
+
+    with hotmem.open_store(":memory:") as store, pytest.MonkeyPatch.context() as patch:
+        store.add_many(rows)
+        patch.setattr(topk, "_scope_top_k", recorded)
+        patch.setattr(topk, "_CHEAP_ROWS", 0)
+        patch.setattr(topk, "_CHEAP_SHARE", 10**9)
+        for query in ("common", "invoice"):
+            _same(*_search(store, query, "b", Rule(Weights(), 0.4), 5))
+    assert whole == ["common"]
+
+
 def test_bm25_computed_here_answers_the_restricted_queries() -> None:
     # What the property above relies on: the BM25 of the finalists, and of a small scope's
     # matches, is computed by bm25.py, not by an FTS5 query.
