@@ -252,8 +252,9 @@ def _scope_budget(search: Search, walk: int) -> float | None:
     measured costs; ``None`` for a larger scope.
 
     The bounded path reads terms over the whole store, and in a small scope that may cost more
-    than the scope's own matches: it goes on only while the matches it has read stay within
-    this budget, and else reads the scope whole (:func:`_scope_top_k`). A scope of 1/50 of
+    than the scope's own matches: it goes on only while its own cost (``bm25.BOUNDED_ENTRIES``)
+    and the matches it has read stay within this budget, and else reads the scope whole
+    (:func:`_scope_top_k`). A scope of 1/50 of
     1,000,000 memories costs 0.17 s to read whole, and the bounds answer most queries first
     (p50 188 -> 27 ms); a question with a term in most of the store costs less whole.
     """
@@ -302,7 +303,7 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
     while True:
         if read:
             spent += sum(counts[i] for i in read)
-            if budget is not None and spent * bm25.MATCH_ENTRIES > budget:
+            if budget is not None and bm25.BOUNDED_ENTRIES + spent * bm25.MATCH_ENTRIES > budget:
                 fallback = _scope_top_k(connection, query, search)
                 return replace(fallback, bm25_rows=fallback.bm25_rows + computed)
             group = [terms[i] for i in read]
@@ -333,7 +334,7 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
             return answer
         if answer == "crowded":  # learn who matches the rarest unknown deferred term
             spent += counts[fetchable[0]]
-            if budget is not None and spent * bm25.MATCH_ENTRIES > budget:
+            if budget is not None and bm25.BOUNDED_ENTRIES + spent * bm25.MATCH_ENTRIES > budget:
                 fallback = _scope_top_k(connection, query, search)
                 return replace(fallback, bm25_rows=fallback.bm25_rows + computed)
             rowids = lexical.phrase_members(connection, terms[fetchable[0]])

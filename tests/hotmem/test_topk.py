@@ -312,9 +312,13 @@ def test_the_cost_decides_how_a_small_scope_is_read() -> None:
         patch.setattr(topk, "_scope_top_k", recorded)
         patch.setattr(topk, "_CHEAP_ROWS", 0)
         patch.setattr(topk, "_CHEAP_SHARE", 10**9)
+        for query in ("common", "invoice"):  # a store this small: the bounds' own cost decides
+            _same(*_search(store, query, "b", Rule(Weights(), 0.4), 5))
+        assert whole == ["common", "invoice"]
+        patch.setattr(bm25, "BOUNDED_ENTRIES", 0)  # as if the store were large: the reads decide
         for query in ("common", "invoice"):
             _same(*_search(store, query, "b", Rule(Weights(), 0.4), 5))
-    assert whole == ["common"]
+    assert whole == ["common", "invoice", "common"]
 
 
 def test_bm25_computed_here_answers_the_restricted_queries() -> None:
