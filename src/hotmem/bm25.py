@@ -223,7 +223,7 @@ def term_shares(
     connection: sqlite3.Connection,
     group: Sequence[Phrase],
     counts: lexical.Counts,
-    keys: Mapping[int, int] | None = None,
+    keys: Sequence[int] | Mapping[int, int] | None = None,
 ) -> dict[int, float] | None:
     """What :func:`lexical.phrase_scores` gives (the same bits; by ``keys[rowid]`` when ``keys``
     is given, so that a caller keying memories otherwise needs no second pass over tens of
@@ -247,7 +247,7 @@ def _shares(
     connection: sqlite3.Connection,
     group: Sequence[Phrase],
     counts: lexical.Counts,
-    keys: Mapping[int, int] | None = None,
+    keys: Sequence[int] | Mapping[int, int] | None = None,
 ) -> dict[int, float] | None:
     found: dict[int, float] = {}
     for table in _TOKENIZERS:
@@ -270,16 +270,33 @@ def _shares(
                     connection.execute(f"SELECT doc FROM {vocabulary} WHERE term = ?", (stem,)),
                 )
             )
-            memo: dict[tuple[int, int], float] = {}  # (f, D) -> share: few distinct pairs
-            for rowid, f in occurrences.items():
-                pair = (f, lengths[rowid])
-                share = memo.get(pair)
-                if share is None:
-                    share = memo[pair] = _share(weight, f, pair[1], avgdl)
-                at = rowid if keys is None else keys[rowid]
-                part[at] = part.get(at, 0.0) + share
+            shares = _phrase_shares(occurrences, lengths, weight, avgdl, keys)
+            if not part:
+                part = shares
+                continue
+            get = part.get
+            for at, share in shares.items():  # the phrases' shares added in query order
+                part[at] = get(at, 0.0) + share
         found = _added(found, part)
     return found
+
+
+def _phrase_shares(
+    occurrences: Counter[int],
+    lengths: Sequence[int] | Mapping[int, int],
+    weight: float,
+    avgdl: float,
+    keys: Sequence[int] | Mapping[int, int] | None,
+) -> dict[int, float]:
+    """``keys[rowid]`` (or rowid) -> one phrase's share, from its occurrences in each memory.
+    A share depends on the memory's occurrences and token count only, and few pairs of them
+    occur: each pair's share is computed once, and the memories are mapped to theirs by
+    ``map`` and ``zip``, without a Python frame a memory (tens of thousands for a common term)."""
+    rowids = list(occurrences)
+    pairs = list(zip(occurrences.values(), map(lengths.__getitem__, rowids), strict=True))
+    memo = {pair: _share(weight, pair[0], pair[1], avgdl) for pair in set(pairs)}
+    at = rowids if keys is None else map(keys.__getitem__, rowids)
+    return dict(zip(at, map(memo.__getitem__, pairs), strict=True))
 
 
 def _share(weight: float, occurrences: int, length: int, avgdl: float) -> float:

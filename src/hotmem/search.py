@@ -358,6 +358,7 @@ def _prepared(
         limit=limit,
         top_importance=index.top_importance(scope),
         counts=index.lexical_counts,
+        by_rowid=index.positions_by_rowid(),
     )
 
 

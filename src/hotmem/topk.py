@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import heapq
 import sqlite3
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -145,6 +145,8 @@ class Search:
         top_importance: the largest importance in ``scope``.
         counts: the lexical counts of the store's state, kept between searches (a new one
             counts afresh).
+        by_rowid: ``position`` again, or an array by rowid with the same values
+            (``VectorIndex.positions_by_rowid``; ``None``: ``position``).
     """
 
     scan: CosineScan | None
@@ -157,6 +159,7 @@ class Search:
     limit: int
     top_importance: float
     counts: lexical.Counts = field(default_factory=lexical.Counts)
+    by_rowid: Sequence[int] | Mapping[int, int] | None = None
 
     def cosine(self, p: int) -> float:
         """The cosine of position ``p`` (0.0 without a vector channel)."""
@@ -307,7 +310,8 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
                 fallback = _scope_top_k(connection, query, search)
                 return replace(fallback, bm25_rows=fallback.bm25_rows + computed)
             group = [terms[i] for i in read]
-            found = bm25.term_shares(connection, group, search.counts, search.position)
+            keys = search.position if search.by_rowid is None else search.by_rowid
+            found = bm25.term_shares(connection, group, search.counts, keys)
             if found is None:
                 found = in_scope(
                     lexical.phrase_scores(connection, group),

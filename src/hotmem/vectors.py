@@ -18,8 +18,9 @@ import heapq
 import math
 import sqlite3
 import struct
+from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import itemgetter, le
@@ -130,6 +131,22 @@ class VectorIndex:
     _top_importance: dict[tuple[int, int], float] = field(default_factory=dict, repr=False)
     #: The lexical indexes' counts in the same state of the store (``lexical.Counts``).
     lexical_counts: Counts = field(default_factory=Counts, repr=False)
+    _by_rowid: array[int] | None = field(default=None, repr=False)
+
+    def positions_by_rowid(self) -> Sequence[int] | Mapping[int, int]:
+        """rowid -> position, as :attr:`position`, but an array of 4 bytes a rowid while rowids
+        are dense (at most twice as many as memories, past 65,536), made on first use: mapping
+        tens of thousands of matches to positions is a random read each, and the array stays
+        in the CPU's caches where the dict does not (a quarter less time at 100,000)."""
+        if self._by_rowid is None:
+            top = max(self.rowids, default=0)
+            if top > 2 * len(self.rowids) + 65_536:
+                return self.position
+            found = array("i", bytes(4 * (top + 1)))
+            for rowid, p in self.position.items():
+                found[rowid] = p
+            self._by_rowid = found
+        return self._by_rowid
 
     @classmethod
     def load(cls, connection: sqlite3.Connection) -> VectorIndex:

@@ -100,3 +100,30 @@ def test_the_index_is_not_walked_by_full_garbage_collections() -> None:
         columns = (index.rowids, index.memory_ids, index.identifiers, index.importances)
         assert [gc.is_tracked(column) for column in columns] == [False] * 4
         assert not gc.is_tracked(index.position)
+
+
+def test_positions_by_rowid_are_the_index_positions() -> None:
+    # An array by rowid while rowids are dense (what the lexical reads map matches with), the
+    # dict itself once they are sparse; the same values either way.
+    with hotmem.open_store(":memory:") as store:
+        store.add_many(
+            [
+                {"fact": f"fact {i}", "identifier": "ab"[i % 2], "memory_id": f"m-{i}"}
+                for i in range(20)
+            ]
+        )
+        index = store.vector_index()
+        by_rowid = index.positions_by_rowid()
+        assert not isinstance(by_rowid, dict)
+        assert {r: by_rowid[r] for r in index.position} == index.position
+        assert index.positions_by_rowid() is by_rowid  # made once
+        sparse = vectors.VectorIndex(
+            rowids=(1, 10**6),
+            memory_ids=("a", "b"),
+            identifiers=("x", "x"),
+            importances=(0.0, 0.0),
+            vectors=bytes(2 * 256),
+            zero=frozenset({0, 1}),
+            position={1: 0, 10**6: 1},
+        )
+        assert sparse.positions_by_rowid() is sparse.position

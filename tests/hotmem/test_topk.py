@@ -84,6 +84,7 @@ def both_rankings(
         rule,
         limit,
         index.top_importance(scope),
+        by_rowid=index.positions_by_rowid(),
     )
     lexical = lexical_query(query)
     return top_k(connection, lexical, search), exhaustive_top_k(connection, lexical, search)
