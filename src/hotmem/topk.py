@@ -257,9 +257,9 @@ def _scope_budget(search: Search, walk: int) -> float | None:
     The bounded path reads terms over the whole store, and in a small scope that may cost more
     than the scope's own matches: it goes on only while its own cost (``bm25.BOUNDED_ENTRIES``)
     and the matches it has read stay within this budget, and else reads the scope whole
-    (:func:`_scope_top_k`). A scope of 1/50 of
-    1,000,000 memories costs 0.17 s to read whole, and the bounds answer most queries first
-    (p50 188 -> 27 ms); a question with a term in most of the store costs less whole.
+    (:func:`_scope_top_k`). A scope of 1/50 of 1,000,000 memories costs 0.17 s to read whole,
+    and the bounds answer most queries first (p50 188 -> 29 ms); a scope of 1/50 of 100,000
+    costs less whole (``benchmarks/scope_costs.py``).
     """
     size = len(search.scope)
     if size * _SMALL_SCOPE > len(search.rowids):
