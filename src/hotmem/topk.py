@@ -343,7 +343,8 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
                 return replace(fallback, bm25_rows=fallback.bm25_rows + computed)
             rowids = lexical.phrase_members(connection, terms[fetchable[0]])
             scope = search.scope
-            found_positions = map(search.position.__getitem__, rowids)
+            keys = search.position if search.by_rowid is None else search.by_rowid
+            found_positions = map(keys.__getitem__, rowids)
             if scope.start == 0 and scope.stop >= len(search.position):
                 members[fetchable[0]] = frozenset(found_positions)
             else:
