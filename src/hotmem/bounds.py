@@ -51,9 +51,18 @@ class Deferred:
         """The most any memory can get from the deferred terms."""
         return self.unknown + sum(ceiling for ceiling, _ in self.known)
 
-    def of(self, position: int) -> float:
-        """The most the memory at ``position`` can get from them."""
-        return self.unknown + sum(c for c, members in self.known if position in members)
+    def of_each(self, positions: Iterable[int]) -> list[float]:
+        """The most each memory at ``positions`` can get from them, in order (one call for tens
+        of thousands of memories, not one a memory)."""
+        unknown, known = self.unknown, self.known
+        found = []
+        for p in positions:
+            extra = 0.0
+            for ceiling, members in known:
+                if p in members:
+                    extra += ceiling
+            found.append(unknown + extra)
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,14 +144,10 @@ def finalists(
     contenders: list[tuple[float, int]] = []
     unknown, known = deferred.unknown, deferred.known
     best_low = problem.best_low
-    # The loops below run over tens of thousands of memories: Deferred.of and the test of
-    # consider() are written out in them (the same arithmetic, in the same order).
-    for p, share in partial.items():
-        extra = 0.0
-        for ceiling, members in known:
-            if p in members:
-                extra += ceiling
-        most = share + (unknown + extra)
+    # The loops below run over tens of thousands of memories: the test of consider() is
+    # written out in one loop, not called a memory.
+    for (p, share), bonus in zip(partial.items(), deferred.of_each(partial), strict=True):
+        most = share + bonus
         upper = wv * (cosines[p] + margin) + most * slack + wi * importances[p] + ABSOLUTE
         if upper >= threshold:
             ranked.append((upper, p))
@@ -166,14 +171,7 @@ def finalists(
     # get ``deferred.unknown`` at most, so the scan finds those that may reach the threshold.
     matched = sorted(set().union(*(m for _, m in known)) - partial.keys())
     values = scan.approximations(matched) if scan else [0.0] * len(matched)
-    mosts = []
-    for p in matched:
-        extra = 0.0
-        for ceiling, members in known:
-            if p in members:
-                extra += ceiling
-        mosts.append(unknown + extra)
-    consider(zip(matched, values, mosts, strict=True))
+    consider(zip(matched, values, deferred.of_each(matched), strict=True))
     others = threshold - unknown * slack - ABSOLUTE
     if scan is None or wv <= 0.0:
         if unknown > 0.0 and wi * top_importance >= others:

@@ -116,16 +116,21 @@ def in_scope(found: dict[int, float], position: dict[int, int], scope: range) ->
     range test is skipped when ``scope`` is the whole index.
     """
     keyed = zip(map(position.__getitem__, found), found.values(), strict=True)
-    if scope.start == 0 and scope.stop >= len(position):
+    if _whole(scope, len(position)):
         return dict(keyed)
     start, stop = scope.start, scope.stop
     return {p: value for p, value in keyed if start <= p < stop}
 
 
+def _whole(scope: range, size: int) -> bool:
+    """Whether ``scope`` is the whole index of ``size`` positions."""
+    return scope.start == 0 and scope.stop >= size
+
+
 def _within(found: dict[int, float], scope: range, size: int) -> dict[int, float]:
     """The position-keyed values of ``found`` in ``scope`` (``found`` itself when ``scope`` is
     the whole index of ``size`` positions)."""
-    if scope.start == 0 and scope.stop >= size:
+    if _whole(scope, size):
         return found
     return {p: value for p, value in found.items() if scope.start <= p < scope.stop}
 
@@ -345,7 +350,7 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
             scope = search.scope
             keys = search.position if search.by_rowid is None else search.by_rowid
             found_positions = map(keys.__getitem__, rowids)
-            if scope.start == 0 and scope.stop >= len(search.position):
+            if _whole(scope, len(search.position)):
                 members[fetchable[0]] = frozenset(found_positions)
             else:
                 members[fetchable[0]] = frozenset(p for p in found_positions if p in scope)
