@@ -15,8 +15,6 @@ the real one. ``MARGIN`` is 25 times their sum.
 
 from __future__ import annotations
 
-import math
-import struct
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -24,13 +22,13 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from hotmem import exact
 from hotmem.bounds import ABSOLUTE, RELATIVE, Finalists, Problem
-from hotmem.embed import DIMENSION, VECTOR_BYTES
+from hotmem.embed import DIMENSION
 
 __all__ = ["MARGIN", "Arrays", "MatrixScan", "arrays_of", "scan"]
 
 MARGIN = 1e-4
-_FORMAT = struct.Struct(f"<{DIMENSION}f")
 Floats = npt.NDArray[np.float64]
 
 
@@ -85,11 +83,7 @@ class MatrixScan:
 
     def cosine(self, position: int) -> float:
         """The exact cosine between the query and the vector at ``position``."""
-        if position in self.zero:
-            return 0.0
-        stored = _FORMAT.unpack_from(self.vectors, position * VECTOR_BYTES)
-        distance = math.dist(stored, self.query)
-        return 1.0 - distance * distance / 2.0
+        return exact.cosine_at(self.vectors, self.query, self.zero, position)
 
     def cosines(self, positions: Sequence[int]) -> list[float]:
         """The exact cosines of ``positions``, in order."""
@@ -104,13 +98,7 @@ class MatrixScan:
     def at_least(self, floor: float) -> dict[int, float]:
         """Positions whose exact cosine is ``>= floor``, with their cosine."""
         kept = np.flatnonzero(self.products >= floor - MARGIN)
-        found = {}
-        for offset in kept.tolist():
-            p = self.start + offset
-            value = self.cosine(p)
-            if value >= floor:
-                found[p] = value
-        return found
+        return exact.at_least(self.cosine, self.start, kept.tolist(), floor)
 
     def top_bases(
         self, floor: float, weights: tuple[float, float], exclude: Collection[int], k: int

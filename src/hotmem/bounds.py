@@ -18,7 +18,8 @@ computes the same sets with numpy arrays. Both widen every bound by ``RELATIVE``
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -51,10 +52,12 @@ class Deferred:
         """The most any memory can get from the deferred terms."""
         return self.unknown + sum(ceiling for ceiling, _ in self.known)
 
-    def of_each(self, positions: Iterable[int]) -> list[float]:
+    def of_each(self, positions: Collection[int]) -> list[float]:
         """The most each memory at ``positions`` can get from them, in order (one call for tens
         of thousands of memories, not one a memory)."""
         unknown, known = self.unknown, self.known
+        if not known:
+            return [unknown] * len(positions)
         found = []
         for p in positions:
             extra = 0.0
@@ -124,14 +127,16 @@ def finalists(
     wv, wl, wi = problem.weights.cosine, problem.weights.bm25, problem.weights.importance
     margin = 0.0 if scan is None else scan.margin
     partial, deferred, floor, gate = problem.partial, problem.deferred, problem.floor, problem.gate
-    keys = list(partial)
-    cosines = dict(zip(keys, scan.approximations(keys) if scan else [0.0] * len(keys), strict=True))
+    # The cosines of the read shares' memories, in the order of ``partial``.
+    cosines = scan.approximations(list(partial)) if scan else [0.0] * len(partial)
 
     lows: list[float] = []
     share_low = wl * (1 - RELATIVE) / problem.best_high
-    for p, share in partial.items():
-        low = cosines[p] - margin
-        if problem.admitted(low):
+    # problem.admitted(low), written out: a lexical match is a candidate from this cosine up.
+    admitted_from = -math.inf if gate is None else gate if floor is None else min(gate, floor)
+    for (p, share), value in zip(partial.items(), cosines, strict=True):
+        low = value - margin
+        if low >= admitted_from:
             lows.append(wv * low + share * share_low + wi * importances[p])
     if scan is not None and floor is not None:
         lows.extend(scan.top_bases(floor, (wv, wi), partial.keys(), problem.limit))
@@ -146,9 +151,11 @@ def finalists(
     best_low = problem.best_low
     # The loops below run over tens of thousands of memories: the test of consider() is
     # written out in one loop, not called a memory.
-    for (p, share), bonus in zip(partial.items(), deferred.of_each(partial), strict=True):
+    for (p, share), value, bonus in zip(
+        partial.items(), cosines, deferred.of_each(partial), strict=True
+    ):
         most = share + bonus
-        upper = wv * (cosines[p] + margin) + most * slack + wi * importances[p] + ABSOLUTE
+        upper = wv * (value + margin) + most * slack + wi * importances[p] + ABSOLUTE
         if upper >= threshold:
             ranked.append((upper, p))
         if most * (1 + RELATIVE) >= best_low:

@@ -18,10 +18,14 @@ from hotmem import bm25, lexical, topk, vectors
 from hotmem.embed import embed
 from hotmem.fts import lexical_query
 from hotmem.fusion import Weights
+from hotmem.packed_scan import PackedScan
 from hotmem.topk import Ranked, Rule, Search, exhaustive_top_k, top_k
 from hotmem.vectors import CosineScan, VectorIndex
 
 NUMPY = importlib.util.find_spec("numpy") is not None
+#: The vector scans a search may take: measuring every distance, the packed pre-filter of the
+#: standard library (``packed_scan.py``) and numpy's (``accelerator.py``).
+SCANS = ["distances", "packed", *(["numpy"] if NUMPY else [])]
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -54,13 +58,21 @@ def _search(
     rule: Rule,
     limit: int,
     *,
-    accelerated: bool = False,
+    scan_with: str = "distances",
 ) -> tuple[Ranked, Ranked]:
     index = store.vector_index()
     scope = index.scope(identifier)
     scan = None
     if rule.floor is not None:
-        scan = index.scan(embed(query), scope, accelerated=accelerated)
+        with pytest.MonkeyPatch.context() as patch:
+            if scan_with == "packed":  # packed at once, whatever the scope's size
+                patch.setattr(vectors, "_PACK_FROM", 0)
+                patch.setattr(vectors, "_PACK_AFTER", 0)
+                patch.setattr(vectors, "_PACK_SHARE", 10**9)
+            vector = embed(query)
+            scan = index.scan(vector, scope, accelerated=scan_with == "numpy")
+        if scan_with == "packed" and any(vector) and scope:  # a zero vector: every cosine 0
+            assert isinstance(scan, PackedScan)
     return both_rankings(store.connection, index, scan, scope, query, rule, limit)
 
 
@@ -126,7 +138,7 @@ SEARCHES = {
     "identifier": st.sampled_from([None, "a"]),
     "rule": rules,
     "limit": st.sampled_from([1, 2, 5, 50]),
-    "accelerated": st.booleans() if NUMPY else st.just(False),
+    "scan_with": st.sampled_from(SCANS),
 }
 
 
@@ -137,7 +149,7 @@ SEARCHES = {
     identifier=None,
     rule=Rule(Weights(), 0.4),
     limit=5,
-    accelerated=NUMPY,
+    scan_with=SCANS[-1],
 )
 @example(
     memories=[("invoice", "a", 0.5)] * 3,
@@ -145,7 +157,7 @@ SEARCHES = {
     identifier=None,
     rule=Rule(Weights(), 0.4),
     limit=1,
-    accelerated=False,
+    scan_with="distances",
 )
 def test_bounded_top_k_is_exhaustive_scoring(
     memories: list[tuple[str, str, float]],
@@ -153,9 +165,9 @@ def test_bounded_top_k_is_exhaustive_scoring(
     identifier: str | None,
     rule: Rule,
     limit: int,
-    accelerated: bool,
+    scan_with: str,
 ) -> None:
-    _check(memories, query, identifier, rule, limit, accelerated)
+    _check(memories, query, identifier, rule, limit, scan_with)
 
 
 def _check(
@@ -164,7 +176,7 @@ def _check(
     identifier: str | None,
     rule: Rule,
     limit: int,
-    accelerated: bool,
+    scan_with: str,
 ) -> None:
     with hotmem.open_store(":memory:") as store:
         store.add_many(
@@ -178,7 +190,7 @@ def _check(
                 for i, (fact, ident, importance) in enumerate(memories)
             ]
         )
-        _same(*_search(store, query, identifier, rule, limit, accelerated=accelerated))
+        _same(*_search(store, query, identifier, rule, limit, scan_with=scan_with))
 
 
 @contextmanager
@@ -207,7 +219,7 @@ def _small_thresholds() -> Iterator[None]:
     identifier=None,
     rule=Rule(Weights(cosine=0.0, bm25=0.2, importance=0.0), None),
     limit=1,
-    accelerated=False,
+    scan_with="distances",
 )
 @example(  # the answer matches the known deferred term only
     memories=[("common", "a", 0.0)] * 3
@@ -217,7 +229,7 @@ def _small_thresholds() -> Iterator[None]:
     identifier=None,
     rule=Rule(Weights(cosine=0.3, bm25=0.2, importance=0.0), -1.0),
     limit=1,
-    accelerated=False,
+    scan_with="distances",
 )
 @example(  # best is held by a contender whose bound is not the highest
     memories=[("common", "a", 0.0)] * 4
@@ -227,7 +239,7 @@ def _small_thresholds() -> Iterator[None]:
     identifier=None,
     rule=Rule(Weights(cosine=0.3, bm25=0.0, importance=0.0), -1.0),
     limit=1,
-    accelerated=False,
+    scan_with="distances",
 )
 def test_bounded_top_k_is_exhaustive_scoring_on_every_path(
     memories: list[tuple[str, str, float]],
@@ -235,10 +247,10 @@ def test_bounded_top_k_is_exhaustive_scoring_on_every_path(
     identifier: str | None,
     rule: Rule,
     limit: int,
-    accelerated: bool,
+    scan_with: str,
 ) -> None:
     with _small_thresholds():
-        _check(memories, query, identifier, rule, limit, accelerated)
+        _check(memories, query, identifier, rule, limit, scan_with)
 
 
 @contextmanager
@@ -257,10 +269,10 @@ def test_bounded_top_k_computing_bm25_itself_is_exhaustive_scoring(
     identifier: str | None,
     rule: Rule,
     limit: int,
-    accelerated: bool,
+    scan_with: str,
 ) -> None:
     with _small_thresholds(), _bm25_computed_here():
-        _check(memories, query, identifier, rule, limit, accelerated)
+        _check(memories, query, identifier, rule, limit, scan_with)
 
 
 @given(
@@ -352,8 +364,8 @@ def test_bm25_computed_here_answers_the_restricted_queries() -> None:
     assert all(answered)
 
 
-@pytest.mark.parametrize("accelerated", [False, True] if NUMPY else [False])
-def test_small_thresholds_take_the_crowded_and_batched_paths(accelerated: bool) -> None:
+@pytest.mark.parametrize("scan_with", SCANS)
+def test_small_thresholds_take_the_crowded_and_batched_paths(scan_with: str) -> None:
     # What the property above relies on: with the thresholds shrunk, a small store does read
     # the members of a deferred term and does score its finalists in more than one batch.
     calls = {"members": 0, "among": 0}
@@ -387,9 +399,7 @@ def test_small_thresholds_take_the_crowded_and_batched_paths(accelerated: bool) 
             patch.setattr(lexical, "phrase_members", counted_members)
             patch.setattr(lexical, "matches_among", counted_among)
             for query in ("invoice deploy", "invoice deploy tuesday common"):
-                _same(
-                    *_search(store, query, None, Rule(Weights(), 0.4), 5, accelerated=accelerated)
-                )
+                _same(*_search(store, query, None, Rule(Weights(), 0.4), 5, scan_with=scan_with))
     assert calls["members"] >= 1
     assert calls["among"] >= 3
 
