@@ -259,11 +259,12 @@ class VectorIndex:
 
 
 class CosineScan(Protocol):
-    """The cosines from one query to the vectors of a scope (``Scan``, ``MatrixScan``).
+    """The cosines from one query to the vectors of a scope (``Scan``, ``PackedScan``,
+    ``MatrixScan``).
 
     ``cosine`` and ``at_least`` give exact cosines, the values search scores with.
     ``approximations`` and the two bound queries may use cosines within ``margin`` of the exact
-    ones (0 for the standard-library scan): ``topk.py`` only bounds with them. A *base* is
+    ones (0 for the distance scan, ``Scan``): ``topk.py`` only bounds with them. A *base* is
     ``w_vector * cosine + w_importance * importance``, the part of a fused score that is not
     lexical.
     """
