@@ -93,10 +93,12 @@ class Problem:
     gate: float | None
     limit: int
 
-    def admitted(self, cosine: float) -> bool:
-        """Whether a lexical match of this cosine is a candidate."""
+    @property
+    def admitted_from(self) -> float:
+        """The cosine from which a lexical match is a candidate: it passes the gate or, with
+        a floor, the floor (``-inf`` without a gate)."""
         floor, gate = self.floor, self.gate
-        return (floor is not None and cosine >= floor) or gate is None or cosine >= gate
+        return -math.inf if gate is None else gate if floor is None else min(gate, floor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +134,7 @@ def finalists(
 
     lows: list[float] = []
     share_low = wl * (1 - RELATIVE) / problem.best_high
-    # problem.admitted(low), written out: a lexical match is a candidate from this cosine up.
-    admitted_from = -math.inf if gate is None else gate if floor is None else min(gate, floor)
+    admitted_from = problem.admitted_from
     for (p, share), value in zip(partial.items(), cosines, strict=True):
         low = value - margin
         if low >= admitted_from:

@@ -146,7 +146,7 @@ class VectorIndex:
     _by_rowid: array[int] | None = field(default=None, repr=False)
     #: The vectors as ``packed_scan.Packed`` columns (``None``: not built yet; ``False``: they
     #: cannot be, a component is out of range), and how many wide scans ran without them.
-    packed: Any = field(default=None, repr=False)
+    packed: packed_scan.Packed | Literal[False] | None = field(default=None, repr=False)
     _wide_scans: int = field(default=0, repr=False)
 
     def positions_by_rowid(self) -> Sequence[int] | Mapping[int, int]:
