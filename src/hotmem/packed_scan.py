@@ -84,14 +84,6 @@ class Packed:
         return 4 * self.size * len(self.columns)
 
 
-def _slots(values: array[int]) -> int:
-    """An integer whose 32-bit slot ``i`` is ``values[i]``."""
-    if sys.byteorder == "big":
-        values = array(_UINT32, values)
-        values.byteswap()
-    return int.from_bytes(values.tobytes(), "little")
-
-
 def pack(vectors: bytes) -> Packed | None:
     """The columns of ``vectors`` (little-endian float32, 64 a vector); ``None`` when a
     component is outside [-1, 1] or not a number (never in vectors the store wrote), so that
@@ -103,15 +95,14 @@ def pack(vectors: bytes) -> Packed | None:
     into its binary digits, each applied to the slots whose digit is set.
     """
     size = len(vectors) // VECTOR_BYTES
+    # Items of 4 bytes, only sliced: their bytes stay little-endian whatever the platform's order.
     bits = array(_UINT32)
     bits.frombytes(vectors)
-    if sys.byteorder == "big":
-        bits.byteswap()
     ones = int.from_bytes(b"\x01\x00\x00\x00" * size, "little")
     low16 = ones * 0xFFFF
     columns = []
     for d in range(DIMENSION):
-        x = _slots(bits[d::DIMENSION])
+        x = int.from_bytes(bits[d::DIMENSION].tobytes(), "little")  # slot i: vector i's bits
         # |v| > 1 or not a number: the magnitude's bits exceed those of 1.0 (0x3F800000), so
         # adding 0x80000000 - 0x3F800001 sets the slot's top bit.
         if ((x & (ones * 0x7FFFFFFF)) + ones * 0x407FFFFF) & (ones << 31):
@@ -132,15 +123,16 @@ def pack(vectors: bytes) -> Packed | None:
     return Packed(tuple(columns), size, ones << 31)
 
 
-def _query_scale(query: Sequence[float]) -> float:
-    """``t`` for ``query`` (not the zero vector)."""
-    return _QUERY_ROOM / (2 * SCALE * sum(map(abs, query)))
+def _scales(query: Sequence[float]) -> tuple[float, float]:
+    """``t`` for ``query`` (not the zero vector), and the margin it gives (module)."""
+    norm = sum(map(abs, query))  # |q|₁
+    t = _QUERY_ROOM / (2 * SCALE * norm)
+    return t, (8.000001 + 32 / SCALE) / (2 * t) + norm / (2 * SCALE) + 2e-6
 
 
 def margin(query: Sequence[float]) -> float:
     """How far a packed dot product may be from the exact cosine, for ``query`` (module)."""
-    t = _query_scale(query)
-    return (8.000001 + 32 / SCALE) / (2 * t) + sum(map(abs, query)) / (2 * SCALE) + 2e-6
+    return _scales(query)[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +229,7 @@ def scan(
 ) -> PackedScan:
     """The packed dot products of every vector of ``positions`` with ``query`` (not the zero
     vector): the whole index's, of which the scope's slots are read."""
-    t = _query_scale(query)
+    t, spare = _scales(query)
     scaled = [round(value * t) for value in query]
     total = packed.bias
     for b, column in zip(scaled, packed.columns, strict=True):
@@ -252,5 +244,5 @@ def scan(
     offset = _BIAS + SCALE * sum(scaled)
     values = list(map(mul, map(sub, slots, repeat(offset)), repeat(1.0 / (SCALE * t))))
     return PackedScan(
-        positions.start, values, margin(query), vectors, query, zero, importances, top_importance
+        positions.start, values, spare, vectors, query, zero, importances, top_importance
     )
