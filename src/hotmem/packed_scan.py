@@ -45,7 +45,7 @@ from operator import le, mul, sub
 from typing import Literal
 
 from hotmem import bounds, exact
-from hotmem.bounds import Finalists, Problem
+from hotmem.bounds import Crowded, Finalists, Problem
 from hotmem.embed import DIMENSION, VECTOR_BYTES
 
 __all__ = ["SCALE", "Packed", "PackedScan", "margin", "pack", "scan"]
@@ -213,7 +213,7 @@ class PackedScan:
                 found.append((start + offset, value))
         return found
 
-    def finalists(self, problem: Problem) -> Finalists | Literal["loose"]:
+    def finalists(self, problem: Problem) -> Finalists | Crowded | Literal["loose"]:
         """``bounds.finalists`` of ``problem``, one memory at a time."""
         return bounds.finalists(problem, self, self.importances, self.top_importance)
 

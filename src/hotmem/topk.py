@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from hotmem import bm25, bounds, lexical
-from hotmem.bounds import ABSOLUTE, RELATIVE, Deferred, Finalists, Problem
+from hotmem.bounds import ABSOLUTE, RELATIVE, Crowded, Deferred, Finalists, Problem
 from hotmem.fts import LexicalQuery
 from hotmem.fusion import Weights, rank, score_candidates
 from hotmem.vectors import CosineScan
@@ -305,6 +305,7 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
     read, pending = _surely_needed(read, pending, ceilings, 0.0)
     budget = _scope_budget(search, sum(counts))
     spent = 0  # matches of the terms read whole, or whose members were read, so far
+    crowded: Crowded | None = None  # the last pass, when it was crowded
     partial: dict[int, float] = {}  # position in scope -> read share
     members: dict[int, frozenset[int]] = {}  # deferred term -> positions of its members
     computed = 0
@@ -338,10 +339,13 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
             unknown=sum(ceilings[i] for i in unknown),
             known=tuple((ceilings[i], members[i]) for i in pending if i in members),
         )
-        answer = _bounded(connection, query, partial, deferred, search, computed, bool(fetchable))
+        answer = _bounded(
+            connection, query, partial, deferred, search, computed, bool(fetchable), crowded
+        )
         if isinstance(answer, Ranked):
             return answer
-        if answer == "crowded":  # learn who matches the rarest unknown deferred term
+        if isinstance(answer, Crowded):  # learn who matches the rarest unknown deferred term
+            crowded = answer
             spent += counts[fetchable[0]]
             if budget is not None and bm25.BOUNDED_ENTRIES + spent * bm25.MATCH_ENTRIES > budget:
                 fallback = _scope_top_k(connection, query, search)
@@ -392,11 +396,13 @@ def _bounded(
     search: Search,
     computed: int,
     refinable: bool,
-) -> Ranked | Literal["loose", "crowded"]:
+    earlier: Crowded | None,
+) -> Ranked | Crowded | Literal["loose"]:
     """The answer from the read shares (``partial``: position in scope -> share) and the
-    deferred bounds; ``"loose"`` when another term must be read first, ``"crowded"`` (only when
-    ``refinable``) when learning who matches a deferred term would cut down the finalists
-    (``bounds.py``)."""
+    deferred bounds; ``"loose"`` when another term must be read first, :class:`Crowded` (only
+    when ``refinable``) when learning who matches a deferred term would cut down the finalists
+    (``bounds.py``). The threshold of an ``earlier`` pass over the same read shares and bounds
+    of ``best`` is not computed again."""
     total = deferred.total
     top_partial = max(partial.values(), default=0.0)
     if top_partial * (1 - RELATIVE) <= total * (1 + RELATIVE):
@@ -411,16 +417,28 @@ def _bounded(
         floor=rule.floor if search.scan is not None else None,
         gate=rule.gate,
         limit=search.limit,
+        crowd=_CROWD if refinable else None,
     )
+    if earlier is not None and _same_shares(earlier.problem, problem):
+        problem = replace(problem, threshold=earlier.threshold)
     if search.scan is None:
         found = bounds.finalists(problem, None, search.importances, search.top_importance)
     else:
         found = search.scan.finalists(problem)
-    if isinstance(found, str):
+    if isinstance(found, str | Crowded):
         return found
     if refinable and max(len(found.ranked), len(found.contenders)) > _CROWD:
-        return "crowded"
+        return Crowded(problem, found.threshold)
     return _resolve(connection, query, search, found, computed)
+
+
+def _same_shares(earlier: Problem, problem: Problem) -> bool:
+    """Whether two passes have the same read shares and bounds of ``best`` (the same object:
+    a pass that learns who matches a deferred term keeps them)."""
+    return earlier.partial is problem.partial and (earlier.best_low, earlier.best_high) == (
+        problem.best_low,
+        problem.best_high,
+    )
 
 
 def _resolve(

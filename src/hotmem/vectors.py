@@ -31,7 +31,7 @@ from operator import itemgetter, le
 from typing import Any, Literal, Protocol
 
 from hotmem import bounds, packed_scan
-from hotmem.bounds import Finalists, Problem
+from hotmem.bounds import Crowded, Finalists, Problem
 from hotmem.embed import DIMENSION, VECTOR_BYTES
 from hotmem.lexical import Counts
 
@@ -302,7 +302,7 @@ class CosineScan(Protocol):
         compared), with its approximate cosine; ``weights[0]`` must be positive."""
         ...
 
-    def finalists(self, problem: Problem) -> Finalists | Literal["loose"]:
+    def finalists(self, problem: Problem) -> Finalists | Crowded | Literal["loose"]:
         """``bounds.finalists`` of ``problem`` over this scan."""
         ...
 
@@ -373,7 +373,7 @@ class Scan:
                 heapq.heapreplace(found, base)
         return sorted(found, reverse=True)
 
-    def finalists(self, problem: Problem) -> Finalists | Literal["loose"]:
+    def finalists(self, problem: Problem) -> Finalists | Crowded | Literal["loose"]:
         """``bounds.finalists`` of ``problem``, one memory at a time."""
         return bounds.finalists(problem, self, self.importances, self.top_importance)
 
