@@ -36,12 +36,13 @@ the store, so a store that changes between every search never pays for it.
 from __future__ import annotations
 
 import heapq
+import math
 import sys
 from array import array
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import le, mul, sub
+from operator import mul, sub
 from typing import Literal
 
 from hotmem import bounds, exact
@@ -61,6 +62,8 @@ _BIAS = 1 << 31
 _QUERY_ROOM = float(1 << 30)
 # A 4-byte unsigned array type (``I`` on every platform CPython supports, checked here).
 _UINT32 = next(code for code in "IL" if array(code).itemsize == 4)
+_ONE = (1).to_bytes(4, "little")
+_TOP = (1 << 32) - 1  # the largest slot
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,10 +140,20 @@ def margin(query: Sequence[float]) -> float:
 
 @dataclass(frozen=True, slots=True)
 class PackedScan:
-    """Approximate cosines of a whole scope, exact on demand (``vectors.CosineScan``)."""
+    """Approximate cosines of a whole scope, exact on demand (``vectors.CosineScan``).
+
+    The dot products stay the scope's slots, as an array and as one integer (``lanes``): a
+    slot ``x`` is the dot product ``(x - offset) * unit``, made a float only for the memories
+    the bounds ask about, and those at least a value are found by comparing every slot with
+    one integer at once (:meth:`_offsets_from`). Making a float of every slot cost more than
+    the 64 multiplications.
+    """
 
     start: int
-    values: list[float]  # the packed dot products, by offset in scope
+    slots: array[int]  # by offset in scope
+    lanes: int  # the same slots: slot i at bits 32i to 32i + 31
+    offset: int
+    unit: float
     margin: float
     vectors: bytes
     query: tuple[float, ...]
@@ -157,14 +170,47 @@ class PackedScan:
         cosine = self.cosine
         return [cosine(p) for p in positions]
 
+    def _values(self, offsets: Iterable[int]) -> list[float]:
+        """The packed dot products at ``offsets`` in scope, in order."""
+        slots, offset, unit = self.slots, self.offset, self.unit
+        return list(
+            map(mul, map(sub, map(slots.__getitem__, offsets), repeat(offset)), repeat(unit))
+        )
+
     def approximations(self, positions: Sequence[int]) -> list[float]:
         """The packed dot products of ``positions`` (each within ``margin``)."""
-        return list(map(self.values.__getitem__, map(sub, positions, repeat(self.start))))
+        return self._values(map(sub, positions, repeat(self.start)))
+
+    def _least_slot(self, low: float) -> int:
+        """The least slot whose dot product is at least ``low`` (``2**32``: none is): the dot
+        product grows with the slot, so this is where the float comparison turns true."""
+        offset, unit = self.offset, self.unit
+        if not low <= (_TOP - offset) * unit:  # NaN too
+            return 1 << 32
+        if low <= -offset * unit:
+            return 0
+        least = offset + math.ceil(low / unit)  # within a slot or two of it
+        while (least - offset) * unit < low:
+            least += 1
+        while (least - 1 - offset) * unit >= low:
+            least -= 1
+        return least
 
     def _offsets_from(self, low: float) -> list[int]:
-        """The offsets whose dot product is at least ``low``, filtered in C."""
-        values = self.values
-        return list(compress(range(len(values)), map(le, repeat(low), values)))
+        """The offsets whose dot product is at least ``low``: every slot compared with the
+        least slot reaching it at once, by integer operations on all slots (each slot's top
+        bit, below, is set where the slot is at least ``least``)."""
+        size, least = len(self.slots), self._least_slot(low)
+        if least == 0 or least >> 32:
+            return list(range(size)) if least == 0 else []
+        lanes, ones = self.lanes, int.from_bytes(_ONE * size, "little")
+        top = ones << 31
+        # Slot by slot: the top bit of (x | 2**31) - (least mod 2**31) tells whether x mod 2**31
+        # is at least least mod 2**31 (no slot borrows from the next); with the top bits of x
+        # and of least, whether x >= least.
+        below = (lanes | top) - (least & 0x7FFFFFFF) * ones
+        reached = lanes & below & top if least >> 31 else (lanes | below) & top
+        return list(compress(range(size), (reached >> 31).to_bytes(4 * size, "little")[::4]))
 
     def at_least(self, floor: float) -> dict[int, float]:
         """Positions whose exact cosine is ``>= floor``, with their cosine."""
@@ -179,16 +225,17 @@ class PackedScan:
         (their dot product at least ``floor + margin``), ``exclude`` left out: weighed
         nearest first until no farther one can beat the ``k``-th found."""
         wv, wi = weights
-        values, start, importances, spare = self.values, self.start, self.importances, self.margin
+        start, importances, spare = self.start, self.importances, self.margin
         near = self._offsets_from(floor + spare)
-        near.sort(key=values.__getitem__, reverse=True)
+        values = self._values(near)
+        order = sorted(range(len(near)), key=values.__getitem__, reverse=True)
         top_importance = self.top_importance
         found: list[float] = []  # a min-heap of the k largest lower bounds so far
-        for offset in near:
-            low = wv * (values[offset] - spare)
+        for i in order:
+            low = wv * (values[i] - spare)
             if len(found) == k and low + wi * top_importance < found[0]:
                 break  # every later position has a smaller dot product
-            p = start + offset
+            p = start + near[i]
             if p in exclude:
                 continue
             base = low + wi * importances[p]
@@ -202,13 +249,13 @@ class PackedScan:
         """Every position whose base's upper bound reaches ``threshold``, with its dot
         product."""
         wv, wi = weights
-        values, start, importances, spare = self.values, self.start, self.importances, self.margin
+        start, importances, spare = self.start, self.importances, self.margin
         weakest = (threshold - wi * self.top_importance) / wv - spare
         if weakest > 1.0:
             return []
+        offsets = self._offsets_from(weakest)
         found = []
-        for offset in self._offsets_from(weakest):
-            value = values[offset]
+        for offset, value in zip(offsets, self._values(offsets), strict=True):
             if wv * (value + spare) + wi * importances[start + offset] >= threshold:
                 found.append((start + offset, value))
         return found
@@ -235,14 +282,23 @@ def scan(
     for b, column in zip(scaled, packed.columns, strict=True):
         if b:
             total += b * column
+    window = total.to_bytes(4 * packed.size, "little")[4 * positions.start : 4 * positions.stop]
     slots = array(_UINT32)
-    window = slice(4 * positions.start, 4 * positions.stop)
-    slots.frombytes(total.to_bytes(4 * packed.size, "little")[window])
+    slots.frombytes(window)
     if sys.byteorder == "big":
         slots.byteswap()
     # slot - bias = sum(b * (a + s)) = sum(b * a) + s * sum(b)
     offset = _BIAS + SCALE * sum(scaled)
-    values = list(map(mul, map(sub, slots, repeat(offset)), repeat(1.0 / (SCALE * t))))
     return PackedScan(
-        positions.start, values, spare, vectors, query, zero, importances, top_importance
+        positions.start,
+        slots,
+        int.from_bytes(window, "little"),
+        offset,
+        1.0 / (SCALE * t),
+        spare,
+        vectors,
+        query,
+        zero,
+        importances,
+        top_importance,
     )

@@ -83,9 +83,42 @@ def test_packed_dot_products_are_within_the_margin_of_the_exact_cosines(
         margin = packed_scan.margin(vector)
         assert scanned.margin == margin
         assert margin < 2e-3
-        for p in scope:
-            assert abs(scanned.values[p] - exact.cosine(p)) <= margin
+        for p, value in zip(scope, scanned.approximations(scope), strict=True):
+            assert abs(value - exact.cosine(p)) <= margin
             assert scanned.cosine(p) == exact.cosine(p)  # the same bits
+
+
+@given(
+    facts=st.lists(texts, min_size=1, max_size=40),
+    query=texts,
+    identifier=st.sampled_from([None, "b"]),
+    data=st.data(),
+)
+def test_the_offsets_from_a_value_are_those_whose_dot_product_reaches_it(
+    facts: list[str], query: str, identifier: str | None, data: st.DataObject
+) -> None:
+    # Found by comparing slots as integers, they are what comparing the floats gives: at a
+    # value equal to a dot product and the floats either side of it too.
+    with hotmem.open_store(":memory:") as store:
+        store.add_many([{"fact": f, "identifier": "ab"[i % 2]} for i, f in enumerate(facts)])
+        index = store.vector_index()
+        vector = embed(query)
+        packed = pack(index.vectors)
+        scope = index.scope(identifier)
+        if not any(vector) or packed is None or not scope:
+            return
+        scanned = packed_scan.scan(
+            packed, index.vectors, vector, scope, index.zero, index.importances, 1.0
+        )
+        values = scanned.approximations(scope)
+        some = data.draw(st.sampled_from(values))
+        low = data.draw(
+            st.sampled_from([some, math.nextafter(some, -2.0), math.nextafter(some, 2.0)])
+            | st.floats(allow_nan=True, allow_infinity=True)
+            | st.sampled_from([-1.0, 0.0, 1.0, 1e300, -1e300, 5e-324])
+        )
+        expected = [i for i, value in enumerate(values) if low <= value]
+        assert scanned._offsets_from(low) == expected
 
 
 def test_the_index_packs_on_its_second_wide_scan_only() -> None:
