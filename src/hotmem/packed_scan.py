@@ -62,8 +62,7 @@ _BIAS = 1 << 31
 _QUERY_ROOM = float(1 << 30)
 # A 4-byte unsigned array type (``I`` on every platform CPython supports, checked here).
 _UINT32 = next(code for code in "IL" if array(code).itemsize == 4)
-_ONE = (1).to_bytes(4, "little")
-_TOP = (1 << 32) - 1  # the largest slot
+_INT32 = next(code for code in "il" if array(code).itemsize == 4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,17 +141,18 @@ def margin(query: Sequence[float]) -> float:
 class PackedScan:
     """Approximate cosines of a whole scope, exact on demand (``vectors.CosineScan``).
 
-    The dot products stay the scope's slots, as an array and as one integer (``lanes``): a
-    slot ``x`` is the dot product ``(x - offset) * unit``, made a float only for the memories
-    the bounds ask about, and those at least a value are found by comparing every slot with
-    one integer at once (:meth:`_offsets_from`). Making a float of every slot cost more than
-    the 64 multiplications.
+    The dot products stay integers: ``dots[i]`` is the fixed-point dot product of offset ``i``
+    in scope, the float ``dots[i] * unit`` made only for the memories the bounds ask about;
+    ``lanes`` holds every ``dots[i] + 2**31`` in 32 bits (bits ``32i`` to ``32i + 31``), so that
+    those reaching a value are found by comparing every lane with one integer at once
+    (:meth:`_offsets_from`). Making a float of every slot cost more than the 64
+    multiplications.
     """
 
     start: int
-    slots: array[int]  # by offset in scope
-    lanes: int  # the same slots: slot i at bits 32i to 32i + 31
-    offset: int
+    dots: array[int]  # signed 32-bit, by offset in scope
+    lanes: int
+    ones: int  # 1 in every lane
     unit: float
     margin: float
     vectors: bytes
@@ -172,41 +172,39 @@ class PackedScan:
 
     def _values(self, offsets: Iterable[int]) -> list[float]:
         """The packed dot products at ``offsets`` in scope, in order."""
-        slots, offset, unit = self.slots, self.offset, self.unit
-        return list(
-            map(mul, map(sub, map(slots.__getitem__, offsets), repeat(offset)), repeat(unit))
-        )
+        return list(map(mul, map(self.dots.__getitem__, offsets), repeat(self.unit)))
 
     def approximations(self, positions: Sequence[int]) -> list[float]:
         """The packed dot products of ``positions`` (each within ``margin``)."""
-        return self._values(map(sub, positions, repeat(self.start)))
+        start = self.start
+        return self._values(map(sub, positions, repeat(start)) if start else positions)
 
-    def _least_slot(self, low: float) -> int:
-        """The least slot whose dot product is at least ``low`` (``2**32``: none is): the dot
-        product grows with the slot, so this is where the float comparison turns true."""
-        offset, unit = self.offset, self.unit
-        if not low <= (_TOP - offset) * unit:  # NaN too
+    def _least_lane(self, low: float) -> int:
+        """The least lane whose dot product is at least ``low`` (``2**32``: none is): the dot
+        product grows with the lane, so this is where the float comparison turns true."""
+        unit = self.unit
+        if not low <= (_BIAS - 1) * unit:  # the largest; NaN too
             return 1 << 32
-        if low <= -offset * unit:
+        if low <= -_BIAS * unit:
             return 0
-        least = offset + math.ceil(low / unit)  # within a slot or two of it
-        while (least - offset) * unit < low:
+        least = math.ceil(low / unit)  # within one or two of it
+        while least * unit < low:
             least += 1
-        while (least - 1 - offset) * unit >= low:
+        while (least - 1) * unit >= low:
             least -= 1
-        return least
+        return least + _BIAS
 
     def _offsets_from(self, low: float) -> list[int]:
         """The offsets whose dot product is at least ``low``: every slot compared with the
         least slot reaching it at once, by integer operations on all slots (each slot's top
         bit, below, is set where the slot is at least ``least``)."""
-        size, least = len(self.slots), self._least_slot(low)
+        size, least = len(self.dots), self._least_lane(low)
         if least == 0 or least >> 32:
             return list(range(size)) if least == 0 else []
-        lanes, ones = self.lanes, int.from_bytes(_ONE * size, "little")
+        lanes, ones = self.lanes, self.ones
         top = ones << 31
-        # Slot by slot: the top bit of (x | 2**31) - (least mod 2**31) tells whether x mod 2**31
-        # is at least least mod 2**31 (no slot borrows from the next); with the top bits of x
+        # Lane by lane: the top bit of (x | 2**31) - (least mod 2**31) tells whether x mod 2**31
+        # is at least least mod 2**31 (no lane borrows from the next); with the top bits of x
         # and of least, whether x >= least.
         below = (lanes | top) - (least & 0x7FFFFFFF) * ones
         reached = lanes & below & top if least >> 31 else (lanes | below) & top
@@ -282,18 +280,27 @@ def scan(
     for b, column in zip(scaled, packed.columns, strict=True):
         if b:
             total += b * column
-    window = total.to_bytes(4 * packed.size, "little")[4 * positions.start : 4 * positions.stop]
-    slots = array(_UINT32)
-    slots.frombytes(window)
+    # slot - bias = sum(b * (a + s)) = sum(b * a) + s * sum(b): taking s * sum(b) from every
+    # slot leaves the dot product plus 2**31, in [0, 2**32) (the sums are linear, so it does
+    # not matter that a slot crossed its bounds on the way).
+    ones = packed.bias >> 31
+    total -= SCALE * sum(scaled) * ones
+    window = slice(4 * positions.start, 4 * positions.stop)
+    lanes = total.to_bytes(4 * packed.size, "little")[window]
+    top = (ones << 31).to_bytes(4 * packed.size, "little")[window]
+    dots = array(_INT32)
+    dots.frombytes(
+        (int.from_bytes(lanes, "little") ^ int.from_bytes(top, "little")).to_bytes(
+            len(lanes), "little"
+        )
+    )
     if sys.byteorder == "big":
-        slots.byteswap()
-    # slot - bias = sum(b * (a + s)) = sum(b * a) + s * sum(b)
-    offset = _BIAS + SCALE * sum(scaled)
+        dots.byteswap()
     return PackedScan(
         positions.start,
-        slots,
-        int.from_bytes(window, "little"),
-        offset,
+        dots,
+        int.from_bytes(lanes, "little"),
+        int.from_bytes(top, "little") >> 31,
         1.0 / (SCALE * t),
         spare,
         vectors,
