@@ -63,6 +63,7 @@ _QUERY_ROOM = float(1 << 30)
 # A 4-byte unsigned array type (``I`` on every platform CPython supports, checked here).
 _UINT32 = next(code for code in "IL" if array(code).itemsize == 4)
 _INT32 = next(code for code in "il" if array(code).itemsize == 4)
+_ONE = (1).to_bytes(4, "little")
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,9 +196,9 @@ class PackedScan:
         return least + _BIAS
 
     def _offsets_from(self, low: float) -> list[int]:
-        """The offsets whose dot product is at least ``low``: every slot compared with the
-        least slot reaching it at once, by integer operations on all slots (each slot's top
-        bit, below, is set where the slot is at least ``least``)."""
+        """The offsets whose dot product is at least ``low``: every lane compared with the
+        least lane reaching it at once, by integer operations on all lanes (each lane's top
+        bit of ``reached`` is set where the lane is at least ``least``)."""
         size, least = len(self.dots), self._least_lane(low)
         if least == 0 or least >> 32:
             return list(range(size)) if least == 0 else []
@@ -283,24 +284,19 @@ def scan(
     # slot - bias = sum(b * (a + s)) = sum(b * a) + s * sum(b): taking s * sum(b) from every
     # slot leaves the dot product plus 2**31, in [0, 2**32) (the sums are linear, so it does
     # not matter that a slot crossed its bounds on the way).
-    ones = packed.bias >> 31
-    total -= SCALE * sum(scaled) * ones
-    window = slice(4 * positions.start, 4 * positions.stop)
-    lanes = total.to_bytes(4 * packed.size, "little")[window]
-    top = (ones << 31).to_bytes(4 * packed.size, "little")[window]
-    dots = array(_INT32)
-    dots.frombytes(
-        (int.from_bytes(lanes, "little") ^ int.from_bytes(top, "little")).to_bytes(
-            len(lanes), "little"
-        )
-    )
+    total -= SCALE * sum(scaled) * (packed.bias >> 31)
+    size = len(positions)
+    window = total.to_bytes(4 * packed.size, "little")[4 * positions.start : 4 * positions.stop]
+    lanes, ones = int.from_bytes(window, "little"), int.from_bytes(_ONE * size, "little")
+    dots = array(_INT32)  # flipping each lane's top bit makes it the signed dot product
+    dots.frombytes((lanes ^ (ones << 31)).to_bytes(4 * size, "little"))
     if sys.byteorder == "big":
         dots.byteswap()
     return PackedScan(
         positions.start,
         dots,
-        int.from_bytes(lanes, "little"),
-        int.from_bytes(top, "little") >> 31,
+        lanes,
+        ones,
         1.0 / (SCALE * t),
         spare,
         vectors,
