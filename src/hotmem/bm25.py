@@ -264,12 +264,8 @@ def _shares(
         part: dict[int, float] = {}
         for stem, n in zip(stems, hits, strict=True):
             weight = idf(rows, n)
-            occurrences = Counter(
-                map(
-                    _FIRST,
-                    connection.execute(f"SELECT doc FROM {vocabulary} WHERE term = ?", (stem,)),
-                )
-            )
+            where = f"FROM {vocabulary} WHERE term = ?"
+            occurrences = Counter(lexical.integers(connection, "doc", where, (stem,)))
             shares = _phrase_shares(occurrences, lengths, weight, avgdl, keys)
             if not part:
                 part = shares

@@ -23,7 +23,6 @@ import sqlite3
 from array import array
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Literal
 
 from hotmem.fts import LexicalQuery, match_expression
@@ -33,6 +32,7 @@ __all__ = [
     "Phrase",
     "all_matches",
     "docsize_tokens",
+    "integers",
     "matches_among",
     "phrase_counts",
     "phrase_members",
@@ -194,8 +194,23 @@ class Counts:
 
 def phrase_members(connection: sqlite3.Connection, phrase: Phrase) -> frozenset[int]:
     """The rowids of the memories matching ``phrase`` (no BM25 is computed)."""
-    sql = f"SELECT rowid FROM {phrase.table} WHERE {phrase.table} MATCH ?"
-    return frozenset(map(itemgetter(0), connection.execute(sql, (phrase.expression,))))
+    where = f"FROM {phrase.table} WHERE {phrase.table} MATCH ?"
+    return frozenset(integers(connection, "rowid", where, (phrase.expression,)))
+
+
+def integers(
+    connection: sqlite3.Connection, column: str, where: str, parameters: Sequence[object]
+) -> list[int]:
+    """The integer ``column`` of ``SELECT column where``, in the order the rows come, read as
+    one ``group_concat`` string: handing tens of thousands of rows to Python one by one costs
+    half as much again as splitting one string (``benchmarks/fts_costs.py``). Rows a string
+    cannot hold (SQLite's length limit) are read one by one."""
+    try:
+        found = connection.execute(f"SELECT group_concat({column}) {where}", parameters)
+        text = found.fetchone()[0]
+    except sqlite3.DataError:  # "string or blob too big"
+        return [row[0] for row in connection.execute(f"SELECT {column} {where}", parameters)]
+    return [] if text is None else list(map(int, text.split(",")))
 
 
 def phrase_scores(connection: sqlite3.Connection, group: Sequence[Phrase]) -> dict[int, float]:
