@@ -10,9 +10,10 @@ scan's margin) and the importance, that bounds every fused score from below and 
 - the *finalists* are the memories whose upper bound reaches it, best upper bound first;
 - the *contenders* are the memories whose raw BM25 may be the largest (``best``).
 
-:func:`finalists` computes them one memory at a time; ``accelerator.MatrixScan.finalists``
-computes the same sets with numpy arrays. Both widen every bound by ``RELATIVE`` and
-``ABSOLUTE`` so that float rounding can only add finalists, never drop one.
+:func:`finalists` computes them in Python, over the memories a filter in C keeps;
+``accelerator.MatrixScan.finalists`` computes the same sets with numpy arrays. Both widen
+every bound by ``RELATIVE`` and ``ABSOLUTE`` so that float rounding can only add finalists,
+never drop one.
 """
 
 from __future__ import annotations
@@ -184,7 +185,8 @@ def finalists(
     ranked: list[tuple[float, int]] = []
     best_low = problem.best_low
     # The contenders, tested in C (the same expression, so the same bits); a finalist that is
-    # not one has ``most`` below ``best_low``, so it needs a cosine of at least ``strong``.
+    # not one has ``most * (1 + RELATIVE)`` below ``best_low``, so it needs a cosine of at
+    # least ``strong``.
     mosts = list(map(add, shares, deferred.of_each(positions)))
     rich = list(map(le, repeat(best_low), map(mul, mosts, repeat(1 + RELATIVE))))
     if rich.count(True) > crowd:
