@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hotmem import exact
-from hotmem.bounds import ABSOLUTE, RELATIVE, Finalists, Problem
+from hotmem.bounds import ABSOLUTE, RELATIVE, Crowded, Finalists, Problem
 from hotmem.embed import DIMENSION
 
 __all__ = ["MARGIN", "Arrays", "MatrixScan", "arrays_of", "scan"]
@@ -124,8 +124,10 @@ class MatrixScan:
         values = self.products[offsets].tolist()
         return list(zip((offsets + self.start).tolist(), values, strict=True))
 
-    def finalists(self, problem: Problem) -> Finalists | Literal["loose"]:
-        """``bounds.finalists`` of ``problem``, every memory of the scope at once."""
+    def finalists(self, problem: Problem) -> Finalists | Crowded | Literal["loose"]:
+        """``bounds.finalists`` of ``problem``, every memory of the scope at once (with the
+        threshold handed over when there is one, and without making the lists of a crowded
+        pass)."""
         wv, wl, wi = problem.weights.cosine, problem.weights.bm25, problem.weights.importance
         products, importances, start = self.products, self.importances, self.start
         partial, deferred, floor, gate = (
@@ -134,23 +136,14 @@ class MatrixScan:
             problem.floor,
             problem.gate,
         )
-        size = len(partial)
         offsets = self._converted(partial)
         shares = self._converted(partial, values=True)
-        low = products[offsets] - MARGIN
-        admitted = np.ones(size, dtype=bool) if gate is None else low >= gate
-        if floor is not None:
-            admitted |= low >= floor
-        share_low = wl * (1 - RELATIVE) / problem.best_high
-        lows = (wv * low + shares * share_low + importances[offsets] * wi)[admitted]
-        floor_lows = (
-            [] if floor is None else self.top_bases(floor, (wv, wi), partial, problem.limit)
-        )
-        if len(lows) + len(floor_lows) < problem.limit:
-            return "loose"
-        best = np.concatenate([lows, np.asarray(floor_lows, dtype=np.float64)])
-        threshold = float(np.partition(best, len(best) - problem.limit)[len(best) - problem.limit])
-        threshold -= ABSOLUTE
+        threshold = problem.threshold
+        if threshold is None:
+            found = self._threshold(problem, offsets, shares)
+            if found is None:
+                return "loose"
+            threshold = found
 
         bonus = np.full(len(products), deferred.unknown, dtype=np.float64)
         for ceiling, members in deferred.known:
@@ -166,12 +159,35 @@ class MatrixScan:
         if floor is not None:
             possible |= lifted >= floor
         chosen = np.flatnonzero((upper >= threshold) & possible)
-        chosen = chosen[np.argsort(-upper[chosen], kind="stable")]
-        ranked = list(zip(upper[chosen].tolist(), (chosen + start).tolist(), strict=True))
         mosts = shares + bonus[offsets]
         rich = np.flatnonzero(mosts * (1 + RELATIVE) >= problem.best_low)
+        if problem.crowd is not None and max(len(chosen), len(rich)) > problem.crowd:
+            return Crowded(problem, threshold)
+        chosen = chosen[np.argsort(-upper[chosen], kind="stable")]
+        ranked = list(zip(upper[chosen].tolist(), (chosen + start).tolist(), strict=True))
         rich = rich[np.argsort(-mosts[rich], kind="stable")]
         return Finalists(threshold, ranked, (offsets[rich] + start).tolist(), mosts[rich].tolist())
+
+    def _threshold(
+        self, problem: Problem, offsets: npt.NDArray[Any], shares: Floats
+    ) -> float | None:
+        """The ``limit``-th largest lower bound of the memories sure to be candidates, less
+        ``ABSOLUTE`` (``None``: fewer than ``limit`` are sure)."""
+        wv, wl, wi = problem.weights.cosine, problem.weights.bm25, problem.weights.importance
+        floor, gate, limit = problem.floor, problem.gate, problem.limit
+        low = self.products[offsets] - MARGIN
+        admitted = np.ones(len(offsets), dtype=bool) if gate is None else low >= gate
+        if floor is not None:
+            admitted |= low >= floor
+        share_low = wl * (1 - RELATIVE) / problem.best_high
+        lows = (wv * low + shares * share_low + self.importances[offsets] * wi)[admitted]
+        floor_lows = (
+            [] if floor is None else self.top_bases(floor, (wv, wi), problem.partial, limit)
+        )
+        if len(lows) + len(floor_lows) < limit:
+            return None
+        best = np.concatenate([lows, np.asarray(floor_lows, dtype=np.float64)])
+        return float(np.partition(best, len(best) - limit)[len(best) - limit]) - ABSOLUTE
 
 
 def scan(
