@@ -192,10 +192,10 @@ class Counts:
         return [self.phrases[p] for p in terms]
 
 
-def phrase_members(connection: sqlite3.Connection, phrase: Phrase) -> frozenset[int]:
-    """The rowids of the memories matching ``phrase`` (no BM25 is computed)."""
+def phrase_members(connection: sqlite3.Connection, phrase: Phrase) -> list[int]:
+    """The rowids of the memories matching ``phrase``, each once (no BM25 is computed)."""
     where = f"FROM {phrase.table} WHERE {phrase.table} MATCH ?"
-    return frozenset(integers(connection, "rowid", where, (phrase.expression,)))
+    return integers(connection, "rowid", where, (phrase.expression,))
 
 
 def integers(

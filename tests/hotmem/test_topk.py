@@ -387,7 +387,7 @@ def test_small_thresholds_take_the_crowded_and_batched_paths(scan_with: str) -> 
         store.add_many(rows)
         members, among = lexical.phrase_members, lexical.matches_among
 
-        def counted_members(*args: Any) -> frozenset[int]:
+        def counted_members(*args: Any) -> list[int]:
             calls["members"] += 1
             return members(*args)
 
