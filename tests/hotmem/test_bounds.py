@@ -10,6 +10,7 @@ memories that can pass, stops once ``crowd`` is passed and takes a threshold han
 from __future__ import annotations
 
 import heapq
+import importlib.util
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
@@ -222,3 +223,41 @@ def test_a_crowded_pass_stops_with_the_threshold_of_the_whole_pass() -> None:
         crowded = Problem(**{**_fields(problem), "crowd": 10})
         stopped = bounds.finalists(crowded, scan, index.importances, index.top_importance(scope))
         assert stopped == Crowded(crowded, whole.threshold)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numpy") is None, reason="needs the fast extra")
+@given(memories=memories, data=st.data())
+def test_the_numpy_bounds_take_a_handed_threshold_and_a_crowd_alike(
+    memories: list[tuple[str, str, float]], data: st.DataObject
+) -> None:
+    # accelerator.MatrixScan.finalists has its own bounds (its own margin): with the threshold
+    # it computes handed over, or a crowd given, it answers what it answers without them.
+    with hotmem.open_store(":memory:") as store, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(vectors, "_ACCELERATE_FROM", 0)
+        store.add_many(
+            [
+                {"fact": fact, "identifier": ident, "importance": imp, "memory_id": f"m-{i:03d}"}
+                for i, (fact, ident, imp) in enumerate(memories)
+            ]
+        )
+        index = store.vector_index()
+        scope = index.scope(None)
+        query = data.draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join))
+        scan = index.scan(embed(query), scope, accelerated=True)
+        if isinstance(scan, vectors.Scan):
+            return  # a zero query vector: no matrix product
+        problem = data.draw(problems(scope))
+        free = Problem(**{**_fields(problem), "crowd": None})
+        whole = scan.finalists(free)
+        found = scan.finalists(problem)
+        if whole == "loose":
+            assert found == "loose"
+            return
+        assert isinstance(whole, Finalists)
+        crowd = problem.crowd
+        if crowd is not None and max(len(whole.ranked), len(whole.contenders)) > crowd:
+            assert found == Crowded(problem, whole.threshold)
+        else:
+            assert found == whole
+        handed = Problem(**{**_fields(free), "threshold": whole.threshold})
+        assert scan.finalists(handed) == whole
