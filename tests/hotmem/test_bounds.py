@@ -98,19 +98,24 @@ def _check(
 ) -> None:
     """``finalists`` against the definition, as computed and with the threshold handed over."""
     expected = plain_finalists(problem, scan, importances, top)
-    found = bounds.finalists(problem, scan, importances, top)
-    if expected == "loose":
+    _answers(bounds.finalists(problem, scan, importances, top), expected, problem)
+    if isinstance(expected, Finalists):
+        handed = Problem(**{**_fields(problem), "threshold": expected.threshold})
+        _answers(bounds.finalists(handed, scan, importances, top), expected, handed)
+
+
+def _answers(found: Finalists | Crowded | str, whole: Finalists | str, problem: Problem) -> None:
+    """``found`` is a pass's ``whole`` answer, or :class:`Crowded` where it has more than
+    ``problem.crowd`` finalists or contenders."""
+    if whole == "loose":
         assert found == "loose"
         return
-    assert isinstance(expected, Finalists)
+    assert isinstance(whole, Finalists)
     crowd = problem.crowd
-    if crowd is not None and max(len(expected.ranked), len(expected.contenders)) > crowd:
-        assert found == Crowded(problem, expected.threshold)
+    if crowd is not None and max(len(whole.ranked), len(whole.contenders)) > crowd:
+        assert found == Crowded(problem, whole.threshold)
     else:
-        assert found == expected
-    handed = Problem(**{**_fields(problem), "threshold": expected.threshold})
-    again = bounds.finalists(handed, scan, importances, top)
-    assert again == (Crowded(handed, expected.threshold) if isinstance(found, Crowded) else found)
+        assert found == whole
 
 
 def _fields(problem: Problem) -> dict[str, object]:
@@ -249,15 +254,7 @@ def test_the_numpy_bounds_take_a_handed_threshold_and_a_crowd_alike(
         problem = data.draw(problems(scope))
         free = Problem(**{**_fields(problem), "crowd": None})
         whole = scan.finalists(free)
-        found = scan.finalists(problem)
-        if whole == "loose":
-            assert found == "loose"
-            return
-        assert isinstance(whole, Finalists)
-        crowd = problem.crowd
-        if crowd is not None and max(len(whole.ranked), len(whole.contenders)) > crowd:
-            assert found == Crowded(problem, whole.threshold)
-        else:
-            assert found == whole
-        handed = Problem(**{**_fields(free), "threshold": whole.threshold})
-        assert scan.finalists(handed) == whole
+        _answers(scan.finalists(problem), whole, problem)
+        if isinstance(whole, Finalists):
+            handed = Problem(**{**_fields(free), "threshold": whole.threshold})
+            assert scan.finalists(handed) == whole
