@@ -17,7 +17,9 @@ public ``add_many``) in a temporary directory, then times, on one connection, be
   bits), with what each costs per doclist entry walked and per text tokenized: the ratio
   behind ``bm25.WALK_PER_TEXT``;
 - a term read whole (every match's share), for that question's terms: FTS5's ``bm25()``
-  (``lexical.phrase_scores``) against ``bm25.term_shares`` (the index's occurrence lists).
+  (``lexical.phrase_scores``) against ``bm25.term_shares`` (the index's occurrence lists);
+- the same terms' members (rowids) read row by row against one ``group_concat`` string split
+  into integers (``lexical.integers``, how ``lexical.phrase_members`` reads them).
 
 ``docs/benchmarks.md`` ("Where the time goes now") explains what the figures mean for the
 bounded top k (``hotmem/topk.py``). Figures are local diagnostics, not guarantees.
@@ -137,6 +139,7 @@ def main() -> None:
                 print(f"| {label} | {rows:,} | {ms:,.1f} |", flush=True)
             print()
             both_ways(connection, args.repeats)
+            members_both_ways(connection, args.repeats)
         finally:
             connection.close()
 
@@ -203,6 +206,32 @@ def both_ways(connection: sqlite3.Connection, repeats: int) -> None:
                 raise SystemExit(f"bm25.term_shares differs from FTS5 for {phrase.term!r}")
         print(
             f"| `{phrase.term}` | {len(expected):,} | {fts5 * 1000:.1f} | {ours * 1000:.1f} |",
+            flush=True,
+        )
+
+
+def members_both_ways(connection: sqlite3.Connection, repeats: int) -> None:
+    """A term's members read row by row, against ``lexical.phrase_members`` (one string)."""
+    question = max(
+        (q for q in heavy_queries() if q.startswith("What")),
+        key=lambda q: len(lexical.all_matches(connection, lexical_query(q))),
+    )
+    print("\n| term's members | rows | row by row (ms) | one `group_concat` string (ms) |")
+    print("|---|---:|---:|---:|")
+    for phrase in lexical.phrases(lexical_query(question)):
+        sql = f"SELECT rowid FROM {phrase.table} WHERE {phrase.table} MATCH ?"
+        rows, string = float("inf"), float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            expected = [r for (r,) in connection.execute(sql, (phrase.expression,))]
+            middle = time.perf_counter()
+            got = lexical.phrase_members(connection, phrase)
+            rows = min(rows, middle - start)
+            string = min(string, time.perf_counter() - middle)
+            if got != expected:
+                raise SystemExit(f"lexical.phrase_members differs for {phrase.term!r}")
+        print(
+            f"| `{phrase.term}` | {len(expected):,} | {rows * 1000:.1f} | {string * 1000:.1f} |",
             flush=True,
         )
 

@@ -201,10 +201,11 @@ def phrase_members(connection: sqlite3.Connection, phrase: Phrase) -> list[int]:
 def integers(
     connection: sqlite3.Connection, column: str, where: str, parameters: Sequence[object]
 ) -> list[int]:
-    """The integer ``column`` of ``SELECT column where``, in the order the rows come, read as
-    one ``group_concat`` string: handing tens of thousands of rows to Python one by one costs
-    half as much again as splitting one string (``benchmarks/fts_costs.py``). Rows a string
-    cannot hold (SQLite's length limit) are read one by one."""
+    """The integer ``column`` of ``SELECT column where``, read as one ``group_concat`` string:
+    handing tens of thousands of rows to Python one by one costs half as much again as
+    splitting one string (``benchmarks/fts_costs.py``). The order is the one SQLite joins them
+    in, the rows' own here, though SQLite does not promise it: no caller's answer depends on
+    it. Rows a string cannot hold (SQLite's length limit) are read one by one."""
     try:
         found = connection.execute(f"SELECT group_concat({column}) {where}", parameters)
         text = found.fetchone()[0]
