@@ -34,6 +34,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sized
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -139,13 +140,13 @@ def main() -> None:
                 print(f"| {label} | {rows:,} | {ms:,.1f} |", flush=True)
             print()
             both_ways(connection, args.repeats)
-            members_both_ways(connection, args.repeats)
         finally:
             connection.close()
 
 
 def both_ways(connection: sqlite3.Connection, repeats: int) -> None:
-    """The restricted FTS5 query against ``bm25.scores_among``, for growing choices."""
+    """The restricted FTS5 query against ``bm25.scores_among``, for growing choices; a term
+    read whole, and its members, both ways."""
     question = max(
         (q for q in heavy_queries() if q.startswith("What")),
         key=lambda q: len(lexical.all_matches(connection, lexical_query(q))),
@@ -191,47 +192,52 @@ def both_ways(connection: sqlite3.Connection, repeats: int) -> None:
         f"a walk {a * 1e6:.3f} µs an entry: computing here pays below one memory for "
         f"{(d - b) / a:.0f} entries (bm25.WALK_PER_TEXT = {bm25.WALK_PER_TEXT})"
     )
+    phrases = lexical.phrases(query)
     print("\n| term read whole | matches | FTS5 `bm25()` (ms) | computed by HotMem (ms) |")
     print("|---|---:|---:|---:|")
-    for phrase in lexical.phrases(query):
-        fts5, ours = float("inf"), float("inf")
-        for _ in range(repeats):
-            start = time.perf_counter()
-            expected = lexical.phrase_scores(connection, [phrase])
-            middle = time.perf_counter()
-            got = bm25.term_shares(connection, [phrase], counts)
-            fts5 = min(fts5, middle - start)
-            ours = min(ours, time.perf_counter() - middle)
-            if got != expected:
-                raise SystemExit(f"bm25.term_shares differs from FTS5 for {phrase.term!r}")
-        print(
-            f"| `{phrase.term}` | {len(expected):,} | {fts5 * 1000:.1f} | {ours * 1000:.1f} |",
-            flush=True,
-        )
-
-
-def members_both_ways(connection: sqlite3.Connection, repeats: int) -> None:
-    """A term's members read row by row, against ``lexical.phrase_members`` (one string)."""
-    question = max(
-        (q for q in heavy_queries() if q.startswith("What")),
-        key=lambda q: len(lexical.all_matches(connection, lexical_query(q))),
+    _two_ways(
+        phrases,
+        lambda phrase: lexical.phrase_scores(connection, [phrase]),
+        lambda phrase: bm25.term_shares(connection, [phrase], counts),
+        repeats,
     )
     print("\n| term's members | rows | row by row (ms) | one `group_concat` string (ms) |")
     print("|---|---:|---:|---:|")
-    for phrase in lexical.phrases(lexical_query(question)):
-        sql = f"SELECT rowid FROM {phrase.table} WHERE {phrase.table} MATCH ?"
-        rows, string = float("inf"), float("inf")
+    _two_ways(
+        phrases,
+        lambda phrase: [
+            r
+            for (r,) in connection.execute(
+                f"SELECT rowid FROM {phrase.table} WHERE {phrase.table} MATCH ?",
+                (phrase.expression,),
+            )
+        ],
+        lambda phrase: lexical.phrase_members(connection, phrase),
+        repeats,
+    )
+
+
+def _two_ways(
+    phrases: list[lexical.Phrase],
+    reference: Callable[[lexical.Phrase], Sized],
+    ours: Callable[[lexical.Phrase], Sized],
+    repeats: int,
+) -> None:
+    """A table row a phrase: how many items, and the best time of each way (ms); both ways
+    must give the same answer."""
+    for phrase in phrases:
+        first, second = float("inf"), float("inf")
         for _ in range(repeats):
             start = time.perf_counter()
-            expected = [r for (r,) in connection.execute(sql, (phrase.expression,))]
+            expected = reference(phrase)
             middle = time.perf_counter()
-            got = lexical.phrase_members(connection, phrase)
-            rows = min(rows, middle - start)
-            string = min(string, time.perf_counter() - middle)
+            got = ours(phrase)
+            first = min(first, middle - start)
+            second = min(second, time.perf_counter() - middle)
             if got != expected:
-                raise SystemExit(f"lexical.phrase_members differs for {phrase.term!r}")
+                raise SystemExit(f"the two ways differ for {phrase.term!r}")
         print(
-            f"| `{phrase.term}` | {len(expected):,} | {rows * 1000:.1f} | {string * 1000:.1f} |",
+            f"| `{phrase.term}` | {len(expected):,} | {first * 1000:.1f} | {second * 1000:.1f} |",
             flush=True,
         )
 

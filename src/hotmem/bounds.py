@@ -92,8 +92,8 @@ class Problem:
         floor: a memory without a lexical match needs ``cosine >= floor`` (``None``: never).
         gate: a lexical match needs ``cosine >= gate`` (``None``: no gate).
         limit: how many results are wanted.
-        crowd: more finalists or contenders than this, and a pass may stop at once
-            (:class:`Crowded`; ``None``: never).
+        crowd: more finalists or contenders than this, and the pass answers
+            :class:`Crowded` (as soon as it knows; ``None``: never).
         threshold: the threshold of an earlier pass over the same read shares and bounds of
             ``best`` (:attr:`Crowded.threshold`), which this pass would compute again
             (``None``: not known).

@@ -425,10 +425,8 @@ def _bounded(
         found = bounds.finalists(problem, None, search.importances, search.top_importance)
     else:
         found = search.scan.finalists(problem)
-    if isinstance(found, str | Crowded):
+    if isinstance(found, str | Crowded):  # Crowded only when refinable (Problem.crowd)
         return found
-    if refinable and max(len(found.ranked), len(found.contenders)) > _CROWD:
-        return Crowded(problem, found.threshold)
     return _resolve(connection, query, search, found, computed)
 
 
