@@ -15,7 +15,7 @@ the real one. ``MARGIN`` is 25 times their sum.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -25,6 +25,8 @@ import numpy.typing as npt
 from hotmem import exact
 from hotmem.bounds import ABSOLUTE, RELATIVE, Crowded, Finalists, Problem
 from hotmem.embed import DIMENSION
+from hotmem.reads import ReadForm
+from hotmem.share_arrays import ARRAYS, MemberArray, ShareArrays
 
 __all__ = ["MARGIN", "Arrays", "MatrixScan", "arrays_of", "scan"]
 
@@ -65,16 +67,26 @@ class MatrixScan:
         default_factory=dict, compare=False, repr=False
     )
 
+    @property
+    def reads(self) -> ReadForm:
+        """The form the bounds pass takes its reads in: arrays (``share_arrays.py``)."""
+        return ARRAYS
+
     def _converted(self, source: Collection[int], values: bool = False) -> npt.NDArray[Any]:
         """The offsets in scope of the positions ``source`` holds (or, with ``values``, the
-        values of the dict ``source``, in the same order), made once per object."""
+        values of the mapping ``source``, in the same order), made once per object: from its
+        arrays when it is in the form of :attr:`reads`."""
         key = id(source) * 2 + values
         hit = self.arrays.get(key)
         if hit is not None and hit[0] is source:
             return hit[1]
         made: npt.NDArray[Any]
-        if values:
-            assert isinstance(source, dict)
+        if isinstance(source, ShareArrays):
+            made = source.values_array if values else source.keys_array - self.start
+        elif isinstance(source, MemberArray):
+            made = source.positions - self.start
+        elif values:
+            assert isinstance(source, Mapping)
             made = np.fromiter(source.values(), dtype=np.float64, count=len(source))
         else:
             made = np.fromiter(source, dtype=np.int64, count=len(source)) - self.start

@@ -37,14 +37,15 @@ import math
 import random
 import sqlite3
 import threading
-from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from functools import cache
+from functools import cache, partial
 from operator import itemgetter
+from typing import Any
 
 from hotmem import lexical
 from hotmem.fts import CJK_TOKENIZER, FTS_TOKENIZER, LexicalQuery
 from hotmem.lexical import Phrase, Table
+from hotmem.reads import DICTS, Keys, ReadForm, add_into
 from hotmem.schema import TABLES
 
 __all__ = [
@@ -209,48 +210,40 @@ def _table_scores(
     return _scores(texts, sizes, _TOKENIZERS[table], terms, idfs, averages)
 
 
-def _added(found: dict[int, float], part: dict[int, float]) -> dict[int, float]:
-    """``found`` with the CJK index's ``part`` added (the word index's first, as
-    :func:`lexical.all_matches` adds them)."""
-    if not found:
-        return part
-    for rowid, raw in part.items():
-        found[rowid] = found.get(rowid, 0.0) + raw
-    return found
-
-
 def term_shares(
     connection: sqlite3.Connection,
     group: Sequence[Phrase],
     counts: lexical.Counts,
-    keys: Sequence[int] | Mapping[int, int] | None = None,
-) -> dict[int, float] | None:
+    keys: Keys | None = None,
+    form: ReadForm = DICTS,
+) -> Mapping[int, float] | None:
     """What :func:`lexical.phrase_scores` gives (the same bits; by ``keys[rowid]`` when ``keys``
     is given, so that a caller keying memories otherwise needs no second pass over tens of
-    thousands of matches), from the index's own lists of token occurrences (``fts5vocab``
-    instance tables on the store's connection) and the token counts kept in ``counts``;
-    ``None`` when it cannot be computed here (the first use failed the self-check, a term is
-    not one token, or the connection cannot make the tables).
+    thousands of matches; in ``form``, ``reads.py``), from the index's own lists of token
+    occurrences (``fts5vocab`` instance tables on the store's connection) and the token counts
+    kept in ``counts``; ``None`` when it cannot be computed here (the first use failed the
+    self-check, a term is not one token, or the connection cannot make the tables).
 
     FTS5's ``bm25()`` of a term's every match costs about 1 µs a match in C, most of it finding
     the term's positions again; its occurrences read as they are cost half to nine tenths of
     that (``benchmarks/fts_costs.py``).
     """
     if not group:
-        return {}
-    if not verified():
+        return form.scores({})
+    if not verified(form):
         return None
-    return _shares(connection, group, counts, keys)
+    return _shares(connection, group, counts, keys, form)
 
 
 def _shares(
     connection: sqlite3.Connection,
     group: Sequence[Phrase],
     counts: lexical.Counts,
-    keys: Sequence[int] | Mapping[int, int] | None = None,
-) -> dict[int, float] | None:
-    found: dict[int, float] = {}
-    for table in _TOKENIZERS:
+    keys: Keys | None,
+    form: ReadForm,
+) -> Mapping[int, float] | None:
+    found: Mapping[int, float] = form.scores({})
+    for table in _TOKENIZERS:  # the word index's shares first, as lexical.all_matches adds them
         terms = [p.term for p in group if p.table == table]
         if not terms:
             continue
@@ -261,45 +254,26 @@ def _shares(
         rows, avgdl = counts.averages(connection, table)
         hits = counts.phrase_counts(connection, [Phrase(table, t) for t in terms])
         lengths = counts.lengths(connection, table)
-        part: dict[int, float] = {}
-        for stem, n in zip(stems, hits, strict=True):
-            weight = idf(rows, n)
-            where = f"FROM {vocabulary} WHERE term = ?"
-            occurrences = Counter(lexical.integers(connection, "doc", where, (stem,)))
-            shares = _phrase_shares(occurrences, lengths, weight, avgdl, keys)
-            if not part:
-                part = shares
-                continue
-            get = part.get
-            for at, share in shares.items():  # the phrases' shares added in query order
-                part[at] = get(at, 0.0) + share
-        found = _added(found, part)
+        part: Mapping[int, float] = form.scores({})
+        for stem, n in zip(stems, hits, strict=True):  # the phrases' shares added in query order
+            docs = lexical.joined(connection, "doc", f"FROM {vocabulary} WHERE term = ?", (stem,))
+            share = partial(_phrase_share, idf(rows, n), avgdl)
+            part = form.added(part, form.shares(docs, lengths, keys, share))
+        found = form.added(found, part)
     return found
 
 
-def _phrase_shares(
-    occurrences: Counter[int],
-    lengths: Sequence[int] | Mapping[int, int],
-    weight: float,
-    avgdl: float,
-    keys: Sequence[int] | Mapping[int, int] | None,
-) -> dict[int, float]:
-    """``keys[rowid]`` (or rowid) -> one phrase's share, from its occurrences in each memory.
-    A share depends on the memory's occurrences and token count only, and few pairs of them
-    occur: each pair's share is computed once, and the memories are mapped to theirs by
-    ``map`` and ``zip``, without a Python frame a memory (tens of thousands for a common term)."""
-    rowids = list(occurrences)
-    pairs = list(zip(occurrences.values(), map(lengths.__getitem__, rowids), strict=True))
-    memo = {pair: _share(weight, pair[0], pair[1], avgdl) for pair in set(pairs)}
-    at = rowids if keys is None else map(keys.__getitem__, rowids)
-    return dict(zip(at, map(memo.__getitem__, pairs), strict=True))
-
-
 def _share(weight: float, occurrences: int, length: int, avgdl: float) -> float:
-    """One phrase's addition to ``bm25()`` (fts5Bm25Function): ``idf * (f * (k1 + 1)) /
-    (f + k1 * (1 - b + b * D / avgdl))``."""
-    f = float(occurrences)
-    return weight * ((f * (_K1 + 1.0)) / (f + _K1 * (1 - _B + _B * float(length) / avgdl)))
+    """One phrase's addition to ``bm25()`` (fts5Bm25Function), for a memory where it occurs
+    ``occurrences`` times in ``length`` tokens."""
+    result: float = _phrase_share(weight, avgdl, float(occurrences), float(length))
+    return result
+
+
+def _phrase_share(weight: float, avgdl: float, f: Any, length: Any) -> Any:
+    """``idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))``, for floats ``f`` and
+    ``D`` or, element by element, for numpy arrays of them (``reads.ShareOf``)."""
+    return weight * ((f * (_K1 + 1.0)) / (f + _K1 * (1 - _B + _B * length / avgdl)))
 
 
 def _vocabulary(connection: sqlite3.Connection, table: Table) -> str | None:
@@ -346,7 +320,7 @@ def _among(
         part = _table_scores(connection, table, terms, chosen, counts)
         if part is None:
             return None
-        found = _added(found, part)
+        found = add_into(found, part) if found else part  # the word index's first
     return found
 
 
@@ -384,10 +358,11 @@ def _check_store(rng: random.Random) -> sqlite3.Connection:
 
 
 @cache
-def verified() -> bool:
+def verified(form: ReadForm = DICTS) -> bool:
     """Whether the bits computed here are this process's SQLite's: both ways, on the store's two
     lexical indexes over 200 generated texts, for 32 queries of words, CJK grams or both:
-    :func:`scores_among` for 24 of the texts, :func:`term_shares` for every match."""
+    :func:`scores_among` for 24 of the texts, :func:`term_shares` (in ``form``) for every
+    match."""
     rng = random.Random(0)
     try:
         store = _check_store(rng)
@@ -404,7 +379,7 @@ def verified() -> bool:
             if _among(store, query, chosen, counts) != expected:
                 return False
             group = lexical.phrases(query)
-            if _shares(store, group, counts) != lexical.phrase_scores(store, group):
+            if _shares(store, group, counts, None, form) != lexical.phrase_scores(store, group):
                 return False
     except sqlite3.Error:
         return False

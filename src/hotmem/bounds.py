@@ -21,7 +21,8 @@ from __future__ import annotations
 import heapq
 import math
 import sys
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import add, le, mul, or_
@@ -51,7 +52,7 @@ class Deferred:
     """
 
     unknown: float
-    known: tuple[tuple[float, frozenset[int]], ...]
+    known: tuple[tuple[float, AbstractSet[int]], ...]
 
     @property
     def total(self) -> float:
@@ -84,7 +85,7 @@ class Problem:
 
     Attributes:
         partial: position -> read share of its raw BM25, for the memories in scope matching a
-            read term.
+            read term (in the form of the scan's ``reads``, ``reads.py``).
         deferred: bounds of the rest.
         best_low, best_high: bounds of ``best``, the largest raw BM25 in scope
             (``best_low > 0``).
@@ -99,7 +100,7 @@ class Problem:
             (``None``: not known).
     """
 
-    partial: dict[int, float]
+    partial: Mapping[int, float]
     deferred: Deferred
     best_low: float
     best_high: float

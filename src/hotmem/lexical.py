@@ -32,8 +32,9 @@ __all__ = [
     "Phrase",
     "all_matches",
     "docsize_tokens",
-    "integers",
+    "joined",
     "matches_among",
+    "parsed",
     "phrase_counts",
     "phrase_members",
     "phrase_scores",
@@ -45,6 +46,9 @@ __all__ = [
 ]
 
 Table = Literal["memories_fts", "memories_cjk"]
+#: A column of integers as :func:`joined` reads it: one string of them joined by commas, or the
+#: list of them read row by row.
+Joined = str | list[int]
 _TABLES: tuple[Table, ...] = ("memories_fts", "memories_cjk")
 
 
@@ -192,26 +196,33 @@ class Counts:
         return [self.phrases[p] for p in terms]
 
 
-def phrase_members(connection: sqlite3.Connection, phrase: Phrase) -> list[int]:
-    """The rowids of the memories matching ``phrase``, each once (no BM25 is computed)."""
+def phrase_members(connection: sqlite3.Connection, phrase: Phrase) -> Joined:
+    """The rowids of the memories matching ``phrase``, each once (no BM25 is computed), as
+    :func:`joined` reads them (:func:`parsed` makes the list)."""
     where = f"FROM {phrase.table} WHERE {phrase.table} MATCH ?"
-    return integers(connection, "rowid", where, (phrase.expression,))
+    return joined(connection, "rowid", where, (phrase.expression,))
 
 
-def integers(
+def joined(
     connection: sqlite3.Connection, column: str, where: str, parameters: Sequence[object]
-) -> list[int]:
+) -> Joined:
     """The integer ``column`` of ``SELECT column where``, read as one ``group_concat`` string:
     handing tens of thousands of rows to Python one by one costs half as much again as
-    splitting one string (``benchmarks/fts_costs.py``). The order is the one SQLite joins them
-    in, the rows' own here, though SQLite does not promise it: no caller's answer depends on
-    it. Rows a string cannot hold (SQLite's length limit) are read one by one."""
+    splitting one string (``benchmarks/fts_costs.py``), and numpy parses the string whole
+    (``share_arrays.py``). The order is the one SQLite joins them in, the rows' own here,
+    though SQLite does not promise it: no caller's answer depends on it. Rows a string cannot
+    hold (SQLite's length limit) are read one by one, as a list."""
     try:
         found = connection.execute(f"SELECT group_concat({column}) {where}", parameters)
         text = found.fetchone()[0]
     except sqlite3.DataError:  # "string or blob too big"
         return [row[0] for row in connection.execute(f"SELECT {column} {where}", parameters)]
-    return [] if text is None else list(map(int, text.split(",")))
+    return [] if text is None else str(text)
+
+
+def parsed(column: Joined) -> list[int]:
+    """The integers of a :data:`Joined` column, in order."""
+    return list(map(int, column.split(","))) if isinstance(column, str) else column
 
 
 def phrase_scores(connection: sqlite3.Connection, group: Sequence[Phrase]) -> dict[int, float]:

@@ -48,6 +48,7 @@ from typing import Literal
 from hotmem import bounds, exact
 from hotmem.bounds import Crowded, Finalists, Problem
 from hotmem.embed import DIMENSION, VECTOR_BYTES
+from hotmem.reads import DICTS, ReadForm
 
 __all__ = ["SCALE", "Packed", "PackedScan", "margin", "pack", "scan"]
 
@@ -258,6 +259,11 @@ class PackedScan:
             if wv * (value + spare) + wi * importances[start + offset] >= threshold:
                 found.append((start + offset, value))
         return found
+
+    @property
+    def reads(self) -> ReadForm:
+        """Dicts and frozensets: the bounds pass looks memories up one by one."""
+        return DICTS
 
     def finalists(self, problem: Problem) -> Finalists | Crowded | Literal["loose"]:
         """``bounds.finalists`` of ``problem``, one memory at a time."""

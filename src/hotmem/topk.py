@@ -38,6 +38,7 @@ from __future__ import annotations
 import heapq
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -45,6 +46,7 @@ from hotmem import bm25, bounds, lexical
 from hotmem.bounds import ABSOLUTE, RELATIVE, Crowded, Deferred, Finalists, Problem
 from hotmem.fts import LexicalQuery
 from hotmem.fusion import Weights, rank, score_candidates
+from hotmem.reads import DICTS, ReadForm
 from hotmem.vectors import CosineScan
 
 __all__ = ["Ranked", "Rule", "Search", "exhaustive_top_k", "in_scope", "top_k"]
@@ -127,14 +129,6 @@ def _whole(scope: range, size: int) -> bool:
     return scope.start == 0 and scope.stop >= size
 
 
-def _within(found: dict[int, float], scope: range, size: int) -> dict[int, float]:
-    """The position-keyed values of ``found`` in ``scope`` (``found`` itself when ``scope`` is
-    the whole index of ``size`` positions)."""
-    if _whole(scope, size):
-        return found
-    return {p: value for p, value in found.items() if scope.start <= p < scope.stop}
-
-
 @dataclass(frozen=True, slots=True)
 class Search:
     """One search over a loaded vector index.
@@ -165,6 +159,12 @@ class Search:
     top_importance: float
     counts: lexical.Counts = field(default_factory=lexical.Counts)
     by_rowid: Sequence[int] | Mapping[int, int] | None = None
+
+    @property
+    def reads(self) -> ReadForm:
+        """The form the bounds pass takes the query's reads in (the scan's; dicts without
+        one)."""
+        return DICTS if self.scan is None else self.scan.reads
 
     def cosine(self, p: int) -> float:
         """The cosine of position ``p`` (0.0 without a vector channel)."""
@@ -306,8 +306,11 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
     budget = _scope_budget(search, sum(counts))
     spent = 0  # matches of the terms read whole, or whose members were read, so far
     crowded: Crowded | None = None  # the last pass, when it was crowded
-    partial: dict[int, float] = {}  # position in scope -> read share
-    members: dict[int, frozenset[int]] = {}  # deferred term -> positions of its members
+    form = search.reads
+    keys = search.position if search.by_rowid is None else search.by_rowid
+    size = len(search.position)
+    partial: Mapping[int, float] = {}  # position in scope -> read share
+    members: dict[int, AbstractSet[int]] = {}  # deferred term -> positions of its members
     computed = 0
     while True:
         if read:
@@ -316,22 +319,14 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
                 fallback = _scope_top_k(connection, query, search)
                 return replace(fallback, bm25_rows=fallback.bm25_rows + computed)
             group = [terms[i] for i in read]
-            keys = search.position if search.by_rowid is None else search.by_rowid
-            found = bm25.term_shares(connection, group, search.counts, keys)
+            found = bm25.term_shares(connection, group, search.counts, keys, form)
             if found is None:
-                found = in_scope(
-                    lexical.phrase_scores(connection, group),
-                    search.position,
-                    range(len(search.position)),
+                found = form.scores(
+                    in_scope(lexical.phrase_scores(connection, group), search.position, range(size))
                 )
             computed += len(found)
-            shares = _within(found, search.scope, len(search.position))
-            if not partial:
-                partial = shares
-            else:  # a new dict, not an update: the numpy bounds keep arrays of each partial
-                partial = dict(partial)
-                for p, share in shares.items():
-                    partial[p] = partial.get(p, 0.0) + share
+            # A new object, not an update: the numpy bounds keep arrays of each partial.
+            partial = form.added(partial, form.within(found, search.scope, size))
         # Which deferred terms a memory may match: all of them, until their members are known.
         unknown = [i for i in pending if i not in members]
         fetchable = [i for i in unknown if 2 * counts[i] < rows[terms[i].table]]
@@ -351,13 +346,7 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
                 fallback = _scope_top_k(connection, query, search)
                 return replace(fallback, bm25_rows=fallback.bm25_rows + computed)
             rowids = lexical.phrase_members(connection, terms[fetchable[0]])
-            scope = search.scope
-            keys = search.position if search.by_rowid is None else search.by_rowid
-            found_positions = map(keys.__getitem__, rowids)
-            if _whole(scope, len(search.position)):
-                members[fetchable[0]] = frozenset(found_positions)
-            else:
-                members[fetchable[0]] = frozenset(p for p in found_positions if p in scope)
+            members[fetchable[0]] = form.members(rowids, keys, search.scope, size)
             read = []
             continue
         if not pending:
@@ -391,7 +380,7 @@ def _surely_needed(
 def _bounded(
     connection: sqlite3.Connection,
     query: LexicalQuery,
-    partial: dict[int, float],
+    partial: Mapping[int, float],
     deferred: Deferred,
     search: Search,
     computed: int,
@@ -404,7 +393,7 @@ def _bounded(
     (``bounds.py``). The threshold of an ``earlier`` pass over the same read shares and bounds
     of ``best`` is not computed again."""
     total = deferred.total
-    top_partial = max(partial.values(), default=0.0)
+    top_partial = search.reads.largest(partial)
     if top_partial * (1 - RELATIVE) <= total * (1 + RELATIVE):
         return "loose"  # a memory matching deferred terms only could hold best
     rule = search.rule

@@ -34,6 +34,7 @@ from hotmem import bounds, packed_scan
 from hotmem.bounds import Crowded, Finalists, Problem
 from hotmem.embed import DIMENSION, VECTOR_BYTES
 from hotmem.lexical import Counts
+from hotmem.reads import DICTS, ReadForm
 
 __all__ = ["CosineScan", "DamagedRowError", "Scan", "VectorIndex", "cosine"]
 
@@ -274,6 +275,12 @@ class CosineScan(Protocol):
         """How far an approximation may be from the exact cosine."""
         ...
 
+    @property
+    def reads(self) -> ReadForm:
+        """The form :meth:`finalists` takes a query's read shares and members in
+        (``reads.py``)."""
+        ...
+
     def cosine(self, position: int) -> float:
         """The exact cosine of the vector at ``position`` (inside the scope)."""
         ...
@@ -372,6 +379,11 @@ class Scan:
             elif base > found[0]:
                 heapq.heapreplace(found, base)
         return sorted(found, reverse=True)
+
+    @property
+    def reads(self) -> ReadForm:
+        """Dicts and frozensets: the bounds pass looks memories up one by one."""
+        return DICTS
 
     def finalists(self, problem: Problem) -> Finalists | Crowded | Literal["loose"]:
         """``bounds.finalists`` of ``problem``, one memory at a time."""

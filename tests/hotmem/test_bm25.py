@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import hotmem
 from hotmem import bm25, lexical
 from hotmem.fts import LexicalQuery, lexical_query
+from hotmem.share_arrays import ARRAYS, ShareArrays
 
 # Inflections the porter stemmer joins, accents unicode61 removes, a word in most facts, CJK.
 WORDS = [
@@ -78,6 +79,10 @@ def test_term_shares_are_fts5_bits(facts: list[str], query: str) -> None:
         assert [(r, v.hex()) for r, v in sorted(got.items())] == [
             (r, v.hex()) for r, v in sorted(expected.items())
         ]
+        # numpy's form: the same keys, in the same order, with the same bits.
+        arrays = bm25.term_shares(store.connection, group, lexical.Counts(), None, ARRAYS)
+        assert isinstance(arrays, ShareArrays)
+        assert [(r, v.hex()) for r, v in arrays.items()] == [(r, v.hex()) for r, v in got.items()]
 
 
 def test_term_shares_by_other_keys() -> None:

@@ -283,24 +283,20 @@ def test_integrity_check_compares_the_cjk_index_with_the_facts(sql: str, problem
         ]
 
 
-def test_integers_reads_a_column_as_one_string_or_row_by_row_past_the_length_limit() -> None:
+def test_joined_reads_a_column_as_one_string_or_row_by_row_past_the_length_limit() -> None:
     connection = sqlite3.connect(":memory:")
     connection.execute("CREATE TABLE t (x INTEGER)")
     connection.executemany("INSERT INTO t VALUES (?)", [(i * 1_000_003,) for i in range(5_000)])
-    assert lexical.integers(connection, "x", "FROM t WHERE x < ?", (5_000_000,)) == [
-        0,
-        1_000_003,
-        2_000_006,
-        3_000_009,
-        4_000_012,
-    ]
-    assert lexical.integers(connection, "x", "FROM t WHERE x < ?", (0,)) == []
+    below = lexical.joined(connection, "x", "FROM t WHERE x < ?", (5_000_000,))
+    assert below == "0,1000003,2000006,3000009,4000012"
+    assert lexical.parsed(below) == [0, 1_000_003, 2_000_006, 3_000_009, 4_000_012]
+    assert lexical.joined(connection, "x", "FROM t WHERE x < ?", (0,)) == []
     every = [i * 1_000_003 for i in range(5_000)]
-    assert lexical.integers(connection, "x", "FROM t WHERE x >= ?", (0,)) == every
+    assert lexical.parsed(lexical.joined(connection, "x", "FROM t WHERE x >= ?", (0,))) == every
     connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1_000)  # the string no longer fits
     with pytest.raises(sqlite3.DataError):
         connection.execute("SELECT group_concat(x) FROM t").fetchone()
-    assert lexical.integers(connection, "x", "FROM t WHERE x >= ?", (0,)) == every
+    assert lexical.joined(connection, "x", "FROM t WHERE x >= ?", (0,)) == every  # rows
 
 
 def test_phrase_members_are_the_rowids_fts5_matches() -> None:
@@ -316,6 +312,6 @@ def test_phrase_members_are_the_rowids_fts5_matches() -> None:
             phrase = lexical.Phrase("memories_fts", term)
             sql = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?"
             rows = {row[0] for row in connection.execute(sql, (phrase.expression,))}
-            members = lexical.phrase_members(connection, phrase)
+            members = lexical.parsed(lexical.phrase_members(connection, phrase))
             assert sorted(members) == sorted(rows)  # each once
             assert len(rows) == {"kettle": 200, "badge": 100, "nowhere": 0}[term]
