@@ -17,9 +17,10 @@ public ``add_many``) in a temporary directory, then times, on one connection, be
   bits), with what each costs per doclist entry walked and per text tokenized: the ratio
   behind ``bm25.WALK_PER_TEXT``;
 - a term read whole (every match's share), for that question's terms: FTS5's ``bm25()``
-  (``lexical.phrase_scores``) against ``bm25.term_shares`` (the index's occurrence lists);
+  (``lexical.phrase_scores``) against ``bm25.term_shares`` (the index's occurrence lists), in
+  dicts and in numpy arrays (``hotmem/reads.py``, ``hotmem/share_arrays.py``);
 - the same terms' members (rowids) read row by row against one ``group_concat`` string split
-  into integers (``lexical.integers``, how ``lexical.phrase_members`` reads them).
+  into integers (``lexical.joined``, how ``lexical.phrase_members`` reads them).
 
 ``docs/benchmarks.md`` ("Where the time goes now") explains what the figures mean for the
 bounded top k (``hotmem/topk.py``). Figures are local diagnostics, not guarantees.
@@ -44,6 +45,7 @@ from synthetic import heavy_memories, heavy_queries
 import hotmem
 from hotmem import bm25, lexical
 from hotmem.fts import lexical_query
+from hotmem.reads import ReadForm
 
 _MATCHES = "FROM memories_fts WHERE memories_fts MATCH ?"
 _SCORED = f"SELECT rowid, -bm25(memories_fts) {_MATCHES}"
@@ -193,53 +195,65 @@ def both_ways(connection: sqlite3.Connection, repeats: int) -> None:
         f"{(d - b) / a:.0f} entries (bm25.WALK_PER_TEXT = {bm25.WALK_PER_TEXT})"
     )
     phrases = lexical.phrases(query)
-    print("\n| term read whole | matches | FTS5 `bm25()` (ms) | computed by HotMem (ms) |")
-    print("|---|---:|---:|---:|")
-    _two_ways(
+    print(
+        "\n| term read whole | matches | FTS5 `bm25()` (ms) | computed by HotMem, dicts (ms) "
+        "| computed by HotMem, numpy arrays (ms) |"
+    )
+    print("|---|---:|---:|---:|---:|")
+    _ways(
         phrases,
-        lambda phrase: lexical.phrase_scores(connection, [phrase]),
-        lambda phrase: bm25.term_shares(connection, [phrase], counts),
+        [
+            lambda phrase: lexical.phrase_scores(connection, [phrase]),
+            lambda phrase: bm25.term_shares(connection, [phrase], counts),
+            lambda phrase: bm25.term_shares(connection, [phrase], counts, None, _arrays()),
+        ],
         repeats,
     )
     print("\n| term's members | rows | row by row (ms) | one `group_concat` string (ms) |")
     print("|---|---:|---:|---:|")
-    _two_ways(
+    _ways(
         phrases,
-        lambda phrase: [
-            r
-            for (r,) in connection.execute(
-                f"SELECT rowid FROM {phrase.table} WHERE {phrase.table} MATCH ?",
-                (phrase.expression,),
-            )
+        [
+            lambda phrase: [
+                r
+                for (r,) in connection.execute(
+                    f"SELECT rowid FROM {phrase.table} WHERE {phrase.table} MATCH ?",
+                    (phrase.expression,),
+                )
+            ],
+            lambda phrase: lexical.parsed(lexical.phrase_members(connection, phrase)),
         ],
-        lambda phrase: lexical.phrase_members(connection, phrase),
         repeats,
     )
 
 
-def _two_ways(
+def _arrays() -> ReadForm:
+    """numpy's form of the reads (``hotmem/share_arrays.py``; the ``fast`` extra)."""
+    from hotmem.share_arrays import ARRAYS
+
+    return ARRAYS
+
+
+def _ways(
     phrases: list[lexical.Phrase],
-    reference: Callable[[lexical.Phrase], Sized],
-    ours: Callable[[lexical.Phrase], Sized],
+    ways: list[Callable[[lexical.Phrase], Sized | None]],
     repeats: int,
 ) -> None:
-    """A table row a phrase: how many items, and the best time of each way (ms); both ways
-    must give the same answer."""
+    """A table row a phrase: how many items, and the best time of each way (ms); every way
+    must give the first one's answer."""
     for phrase in phrases:
-        first, second = float("inf"), float("inf")
+        best = [float("inf")] * len(ways)
         for _ in range(repeats):
-            start = time.perf_counter()
-            expected = reference(phrase)
-            middle = time.perf_counter()
-            got = ours(phrase)
-            first = min(first, middle - start)
-            second = min(second, time.perf_counter() - middle)
-            if got != expected:
-                raise SystemExit(f"the two ways differ for {phrase.term!r}")
-        print(
-            f"| `{phrase.term}` | {len(expected):,} | {first * 1000:.1f} | {second * 1000:.1f} |",
-            flush=True,
-        )
+            answers = []
+            for i, way in enumerate(ways):
+                start = time.perf_counter()
+                answers.append(way(phrase))
+                best[i] = min(best[i], time.perf_counter() - start)
+            expected = answers[0]
+            if expected is None or any(got != expected for got in answers[1:]):
+                raise SystemExit(f"the ways differ for {phrase.term!r}")
+        times = " | ".join(f"{t * 1000:.1f}" for t in best)
+        print(f"| `{phrase.term}` | {len(expected):,} | {times} |", flush=True)
 
 
 if __name__ == "__main__":
