@@ -10,7 +10,9 @@ directory and runs the workload's queries twice, each scoped to one identifier, 
 choice forced each way (the second pass timed, numpy on). It prints the mean and p95 of both,
 and a least-squares fit of the bounded path's time against the matches it read whole
 (``bm25.term_shares``): the fixed part is what ``bm25.BOUNDED_ENTRIES`` stands for, the slope
-what ``bm25.MATCH_ENTRIES`` does, both in doclist entries of 0.07 µs (``fts_costs.py``).
+what numpy's form of the reads says a match costs (``share_arrays.Arrays.match_entries``;
+``reads.Dicts.match_entries`` for the standard library's), both in doclist entries of 0.07 µs
+(``fts_costs.py``).
 Figures are local diagnostics, not guarantees.
 """
 
@@ -32,6 +34,8 @@ from synthetic import heavy_memories, heavy_queries, synthetic_memories, synthet
 
 import hotmem
 from hotmem import bm25, topk
+from hotmem.reads import DICTS
+from hotmem.share_arrays import ARRAYS
 
 WORKLOADS: dict[str, tuple[Callable[[int], list[dict]], Callable[[], list[str]]]] = {
     "heavy": (heavy_memories, heavy_queries),
@@ -111,7 +115,8 @@ def main() -> None:
     print(
         f"\nthrough the bounds: {fixed / 1000:.1f} ms + {slope:.3f} µs a match read whole "
         f"({fixed / 0.07:,.0f} + {slope / 0.07:.0f} entries of 0.07 µs; "
-        f"bm25.BOUNDED_ENTRIES = {bm25.BOUNDED_ENTRIES:,}, MATCH_ENTRIES = {bm25.MATCH_ENTRIES})"
+        f"bm25.BOUNDED_ENTRIES = {bm25.BOUNDED_ENTRIES:,}; a match: {ARRAYS.match_entries} "
+        f"entries in numpy's arrays, {DICTS.match_entries} in dicts)"
     )
 
 

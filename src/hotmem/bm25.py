@@ -51,7 +51,6 @@ from hotmem.schema import TABLES
 __all__ = [
     "BOUNDED_ENTRIES",
     "CHOSEN_ENTRIES",
-    "MATCH_ENTRIES",
     "TEXT_ENTRIES",
     "WALK_PER_TEXT",
     "idf",
@@ -70,14 +69,14 @@ _FIRST = itemgetter(0)
 #: depends on it: the bits are the same.
 WALK_PER_TEXT = 64
 #: The same run's costs, in doclist entries walked (a = 0.07 µs): tokenizing a memory chosen
-#: (d = 8.4 µs), a memory chosen in a walk (b = 2.8 µs), and a match of a term read whole by
-#: :func:`term_shares` (0.8 µs). The bounded top k weighs a scope's own matches against its
-#: terms read whole with them (``topk._scope_budget``), and against the bounded path's own
-#: cost in a scope besides its reads: 3.1, 10.3 and 17.8 ms on the heavy 100k, synthetic 100k
-#: and heavy 1M stores (``benchmarks/scope_costs.py``), of which the middle one, 10 ms.
+#: (d = 8.4 µs) and a memory chosen in a walk (b = 2.8 µs); a match of a term read whole by
+#: :func:`term_shares` costs what its form says (``reads.ReadForm.match_entries``). The
+#: bounded top k weighs a scope's own matches against its terms read whole with them
+#: (``topk._scope_budget``), and against the bounded path's own cost in a scope besides its
+#: reads: 3.1, 10.3 and 17.8 ms on the heavy 100k, synthetic 100k and heavy 1M stores
+#: (``benchmarks/scope_costs.py``), of which the middle one, 10 ms.
 TEXT_ENTRIES = 120
 CHOSEN_ENTRIES = 40
-MATCH_ENTRIES = 11
 BOUNDED_ENTRIES = 140_000
 # fts5Bm25Function's constants.
 _K1 = 1.2

@@ -315,7 +315,7 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
     while True:
         if read:
             spent += sum(counts[i] for i in read)
-            if budget is not None and bm25.BOUNDED_ENTRIES + spent * bm25.MATCH_ENTRIES > budget:
+            if budget is not None and bm25.BOUNDED_ENTRIES + spent * form.match_entries > budget:
                 fallback = _scope_top_k(connection, query, search)
                 return replace(fallback, bm25_rows=fallback.bm25_rows + computed)
             group = [terms[i] for i in read]
@@ -342,7 +342,7 @@ def top_k(connection: sqlite3.Connection, query: LexicalQuery, search: Search) -
         if isinstance(answer, Crowded):  # learn who matches the rarest unknown deferred term
             crowded = answer
             spent += counts[fetchable[0]]
-            if budget is not None and bm25.BOUNDED_ENTRIES + spent * bm25.MATCH_ENTRIES > budget:
+            if budget is not None and bm25.BOUNDED_ENTRIES + spent * form.match_entries > budget:
                 fallback = _scope_top_k(connection, query, search)
                 return replace(fallback, bm25_rows=fallback.bm25_rows + computed)
             rowids = lexical.phrase_members(connection, terms[fetchable[0]])
