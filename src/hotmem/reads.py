@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from hotmem import lexical
 from hotmem.lexical import Joined
 
-__all__ = ["DICTS", "Dicts", "Keys", "ReadForm", "ShareOf", "Shares", "add_into"]
+__all__ = ["DICTS", "Dicts", "Keys", "ReadForm", "ShareOf", "Shares", "add_into", "whole"]
 
 #: Read shares: key (a position, or a rowid) -> a share of the raw BM25.
 Shares = Mapping[int, float]
@@ -110,7 +110,7 @@ class Dicts:
 
     def within(self, found: Shares, scope: range, size: int) -> Shares:
         """:meth:`ReadForm.within`."""
-        if scope.start == 0 and scope.stop >= size:
+        if whole(scope, size):
             return found
         return {p: value for p, value in found.items() if scope.start <= p < scope.stop}
 
@@ -121,12 +121,17 @@ class Dicts:
     def members(self, rowids: Joined, keys: Keys, scope: range, size: int) -> frozenset[int]:
         """:meth:`ReadForm.members`."""
         positions = map(keys.__getitem__, lexical.parsed(rowids))
-        if scope.start == 0 and scope.stop >= size:
+        if whole(scope, size):
             return frozenset(positions)
         return frozenset(p for p in positions if p in scope)
 
 
 DICTS = Dicts()
+
+
+def whole(scope: range, size: int) -> bool:
+    """Whether ``scope`` is the whole index of ``size`` positions."""
+    return scope.start == 0 and scope.stop >= size
 
 
 def add_into(found: dict[int, float], part: Shares) -> dict[int, float]:

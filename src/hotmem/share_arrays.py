@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hotmem.lexical import Joined
-from hotmem.reads import Keys, ShareOf, Shares
+from hotmem.reads import Keys, ShareOf, Shares, whole
 
 __all__ = ["ARRAYS", "Arrays", "MemberArray", "ShareArrays"]
 
@@ -137,7 +137,7 @@ class Arrays:
     def within(self, found: Shares, scope: range, size: int) -> ShareArrays:
         """``reads.ReadForm.within``."""
         shares = self.scores(found)
-        if scope.start == 0 and scope.stop >= size:
+        if whole(scope, size):
             return shares
         keys = shares.keys_array
         kept = (keys >= scope.start) & (keys < scope.stop)
@@ -152,7 +152,7 @@ class Arrays:
         """``reads.ReadForm.members`` (``rowids`` each once, as ``lexical.phrase_members``
         gives them)."""
         positions = _looked_up(keys, _integers(rowids))
-        if not (scope.start == 0 and scope.stop >= size):
+        if not whole(scope, size):
             positions = positions[(positions >= scope.start) & (positions < scope.stop)]
         return MemberArray(positions)
 

@@ -46,7 +46,7 @@ from hotmem import bm25, bounds, lexical
 from hotmem.bounds import ABSOLUTE, RELATIVE, Crowded, Deferred, Finalists, Problem
 from hotmem.fts import LexicalQuery
 from hotmem.fusion import Weights, rank, score_candidates
-from hotmem.reads import DICTS, ReadForm
+from hotmem.reads import DICTS, ReadForm, whole
 from hotmem.vectors import CosineScan
 
 __all__ = ["Ranked", "Rule", "Search", "exhaustive_top_k", "in_scope", "top_k"]
@@ -118,15 +118,10 @@ def in_scope(found: dict[int, float], position: dict[int, int], scope: range) ->
     range test is skipped when ``scope`` is the whole index.
     """
     keyed = zip(map(position.__getitem__, found), found.values(), strict=True)
-    if _whole(scope, len(position)):
+    if whole(scope, len(position)):
         return dict(keyed)
     start, stop = scope.start, scope.stop
     return {p: value for p, value in keyed if start <= p < stop}
-
-
-def _whole(scope: range, size: int) -> bool:
-    """Whether ``scope`` is the whole index of ``size`` positions."""
-    return scope.start == 0 and scope.stop >= size
 
 
 @dataclass(frozen=True, slots=True)
