@@ -173,7 +173,7 @@ def scenario(writers: int, adds: int, batch: int, *, reader: bool, seed: int) ->
 
 
 def _bulk(connection: Any, rows: list[tuple[Any, ...]], mechanism: str) -> None:
-    from hotmem import schema  # the bulk part needs schema 2 (the process part runs on any)
+    from hotmem.store import schema  # the bulk part needs schema 2 (the process part runs on any)
 
     insert = (
         "INSERT INTO memories (memory_id, identifier, fact, importance, tags, created_at, "
@@ -197,7 +197,7 @@ def _bulk(connection: Any, rows: list[tuple[Any, ...]], mechanism: str) -> None:
 def bulk_mechanisms(count: int) -> None:
     """Print rows/s of each way of indexing a bulk write (see the module docstring)."""
     from hotmem.models import memory_from_mapping
-    from hotmem.rows import memory_row
+    from hotmem.store.rows import memory_row
 
     rows = [memory_row(memory_from_mapping(m)) for m in synthetic_memories(count)]
     names = {

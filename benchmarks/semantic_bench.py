@@ -71,10 +71,10 @@ start = time.perf_counter()
 import numpy, onnxruntime, tokenizers
 imported = time.perf_counter()
 import hotmem
-from hotmem.semantic import sources
+from hotmem.embedding.semantic import sources
 files = sources.read_model_files(None)
 read = time.perf_counter()
-from hotmem.semantic.onnx_embedder import OnnxEmbedder
+from hotmem.embedding.semantic.onnx_embedder import OnnxEmbedder
 embedder = OnnxEmbedder(hotmem.SEMANTIC_MODEL, files)
 del files
 built = time.perf_counter()
@@ -101,7 +101,7 @@ def batches(embedder: object, texts: list[str]) -> list[object]:
     """The embedder's own batches of token ids (same grouping, same budget), as arrays."""
     import numpy as np
 
-    from hotmem.semantic import onnx_embedder
+    from hotmem.embedding.semantic import onnx_embedder
 
     rows = [embedder.tokens(text) for text in texts]  # type: ignore[attr-defined]
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
@@ -177,7 +177,7 @@ def store_ingest(embedder: object, memories: list[dict], repeats: int) -> dict[s
 def semantic_store(path: Path, size: int, embedder: object, distinct: int) -> None:
     """A store of ``size`` synthetic memories with the semantic space, whose vectors repeat
     those of ``distinct`` embedded facts (see the module docstring)."""
-    from hotmem import spaces
+    from hotmem.store import spaces
 
     memories = synthetic_memories(size)
     vectors = embedder.embed_many([m["fact"] for m in memories[:distinct]])  # type: ignore[attr-defined]

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import numpy as np  # noqa: E402
 
-from hotmem.embedders import SEMANTIC_MODEL, get_embedder  # noqa: E402
+from hotmem.embedding.registry import SEMANTIC_MODEL, get_embedder  # noqa: E402
 
 FIXTURES = (
     ROOT / "benchmarks" / "retrieval",

@@ -52,10 +52,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import synthetic_memories, synthetic_queries
 
 import hotmem
-from hotmem import schema, spaces, storage
-from hotmem.embed import embed_bytes
+from hotmem.embedding.hash_v1 import embed_bytes
 from hotmem.models import format_timestamp
 from hotmem.snapshot import format as fmt
+from hotmem.store import schema, spaces
+from hotmem.store import setup as storage
 
 COLD_START = """
 import sys, time

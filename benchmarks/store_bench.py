@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import heavy_memories, heavy_queries, synthetic_memories, synthetic_queries
 
 import hotmem
-from hotmem.embed import embed_bytes
+from hotmem.embedding.hash_v1 import embed_bytes
 from hotmem.models import memory_from_mapping
-from hotmem.rows import memory_row
+from hotmem.store.rows import memory_row
 
 WORKLOADS: dict[str, tuple[Callable[[int], list[dict]], Callable[[int], list[str]]]] = {
     "synthetic": (synthetic_memories, lambda n: synthetic_queries(n)),
@@ -56,7 +56,7 @@ def quantile(samples: list[float], q: float) -> float:
 def lexical_share(store: hotmem.MemoryStore, queries: list[str]) -> float:
     """The mean share of the store a query matches lexically."""
     from hotmem import lexical
-    from hotmem.fts import lexical_query
+    from hotmem.store.fts import lexical_query
 
     total = len(store)
     shares = []

@@ -12,10 +12,9 @@ Public API::
 
 from __future__ import annotations
 
-from hotmem.db import MemoryStore, open_store
 from hotmem.diagnosis import VERDICTS, Diagnosis, Verdict, diagnose
-from hotmem.embed import DIMENSION, MODEL_NAME, embed
-from hotmem.embedders import (
+from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME, embed
+from hotmem.embedding.registry import (
     EMBEDDERS,
     SEMANTIC_MODEL,
     Embedder,
@@ -44,7 +43,6 @@ from hotmem.fields import (
     format_timestamp,
     text_breach,
 )
-from hotmem.fts import FTS_TOKENIZER, LEXICAL_INDEX
 from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
 from hotmem.jsonl import MAX_JSON_DEPTH, MAX_JSON_NUMBER, JsonlProblem, JsonlRecord, read_jsonl
 from hotmem.models import Memory, fixed_clock, parse_timestamp, system_clock
@@ -73,8 +71,10 @@ from hotmem.snapshot import (
     hydrate,
     verify_snapshot,
 )
-from hotmem.spaces import VectorSpace
-from hotmem.storage import BUSY_TIMEOUT
+from hotmem.store.fts import FTS_TOKENIZER, LEXICAL_INDEX
+from hotmem.store.memory_store import MemoryStore, open_store
+from hotmem.store.setup import BUSY_TIMEOUT
+from hotmem.store.spaces import VectorSpace
 
 __version__ = "0.1.0"
 

@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from hotmem import exact
 from hotmem.bounds import ABSOLUTE, RELATIVE, Crowded, Finalists, Problem
-from hotmem.embed import DIMENSION
+from hotmem.embedding.hash_v1 import DIMENSION
 from hotmem.reads import ReadForm
 from hotmem.share_arrays import ARRAYS, MemberArray, ShareArrays
 

@@ -43,10 +43,10 @@ from operator import itemgetter
 from typing import Any
 
 from hotmem import lexical
-from hotmem.fts import CJK_TOKENIZER, FTS_TOKENIZER, LexicalQuery
 from hotmem.lexical import Phrase, Table
 from hotmem.reads import DICTS, Keys, ReadForm, add_into
-from hotmem.schema import TABLES
+from hotmem.store.fts import CJK_TOKENIZER, FTS_TOKENIZER, LexicalQuery
+from hotmem.store.schema import TABLES
 
 __all__ = [
     "BOUNDED_ENTRIES",

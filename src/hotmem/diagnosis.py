@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from hotmem.db import MemoryStore
 from hotmem.errors import ValidationError
 from hotmem.fusion import Weights
 from hotmem.profiles import Profile
@@ -35,6 +34,7 @@ from hotmem.search import (
     explain,
     search_memories,
 )
+from hotmem.store.memory_store import MemoryStore
 
 __all__ = ["COSINE_TOLERANCE", "VERDICTS", "Diagnosis", "Verdict", "diagnose"]
 

@@ -7,7 +7,7 @@ import math
 import struct
 from collections.abc import Callable, Iterable
 
-from hotmem.embed import DIMENSION, VECTOR_BYTES
+from hotmem.embedding.hash_v1 import DIMENSION, VECTOR_BYTES
 
 __all__ = ["at_least", "cosine_at"]
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from hotmem.fts import LexicalQuery, match_expression
+from hotmem.store.fts import LexicalQuery, match_expression
 
 __all__ = [
     "Counts",

@@ -47,7 +47,7 @@ from typing import Literal
 
 from hotmem import bounds, exact
 from hotmem.bounds import Crowded, Finalists, Problem
-from hotmem.embed import DIMENSION, VECTOR_BYTES
+from hotmem.embedding.hash_v1 import DIMENSION, VECTOR_BYTES
 from hotmem.reads import DICTS, ReadForm
 
 __all__ = ["SCALE", "Packed", "PackedScan", "margin", "pack", "scan"]

@@ -35,8 +35,8 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Literal, get_args
 
-from hotmem.embed import MODEL_NAME
-from hotmem.embedders import SEMANTIC_MODEL
+from hotmem.embedding.hash_v1 import MODEL_NAME
+from hotmem.embedding.registry import SEMANTIC_MODEL
 from hotmem.errors import ValidationError
 from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
 from hotmem.rerank import MMR, Reranker, reranker_from_mapping

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from hotmem.embed import DIMENSION, MODEL_NAME, VECTOR_BYTES
+from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME, VECTOR_BYTES
 from hotmem.errors import ValidationError
 from hotmem.vectors import VectorIndex, cosine
 

@@ -15,8 +15,8 @@ import sqlite3
 from collections.abc import Sequence
 
 from hotmem import lexical
-from hotmem.fts import LexicalQuery
 from hotmem.fusion import rank
+from hotmem.store.fts import LexicalQuery
 from hotmem.topk import Ranked, Search, in_scope
 
 __all__ = ["channel_ranks", "rrf_top_k"]

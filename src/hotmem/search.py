@@ -15,18 +15,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hotmem.db import MemoryStore
-from hotmem.embed import MODEL_NAME, embed
+from hotmem.embedding.hash_v1 import MODEL_NAME, embed
 from hotmem.errors import MemoryNotFoundError, StoreError, ValidationError
 from hotmem.fields import lookup_text, unicode_breach
-from hotmem.fts import LexicalQuery, lexical_query
 from hotmem.fusion import Weights, normalise_bm25, score_candidates
 from hotmem.lexical import all_matches
 from hotmem.profiles import Profile, customised, resolve_profile
-from hotmem.reindex import embedder_for
 from hotmem.rerank import SPACE_VECTORS, reranked
-from hotmem.rows import tags_from_text
 from hotmem.rrf import channel_ranks, rrf_top_k
+from hotmem.store.fts import LexicalQuery, lexical_query
+from hotmem.store.memory_store import MemoryStore
+from hotmem.store.reindex import embedder_for
+from hotmem.store.rows import tags_from_text
 from hotmem.topk import Ranked, Rule, Search, exhaustive_top_k, top_k
 from hotmem.vectors import CosineScan, VectorIndex
 

@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from hotmem.accelerator import MARGIN, MatrixScan
 from hotmem.errors import StoreError
-from hotmem.spaces import VectorSpace
+from hotmem.store.spaces import VectorSpace
 from hotmem.vectors import VectorIndex
 
 __all__ = ["SpaceMatrix", "SpaceScan", "exact_cosines", "load_matrix", "scan"]

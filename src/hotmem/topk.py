@@ -44,9 +44,9 @@ from typing import Literal
 
 from hotmem import bm25, bounds, lexical
 from hotmem.bounds import ABSOLUTE, RELATIVE, Crowded, Deferred, Finalists, Problem
-from hotmem.fts import LexicalQuery
 from hotmem.fusion import Weights, rank, score_candidates
 from hotmem.reads import DICTS, ReadForm, whole
+from hotmem.store.fts import LexicalQuery
 from hotmem.vectors import CosineScan
 
 __all__ = ["Ranked", "Rule", "Search", "exhaustive_top_k", "in_scope", "top_k"]

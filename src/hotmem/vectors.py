@@ -32,7 +32,7 @@ from typing import Any, Literal, Protocol
 
 from hotmem import bounds, packed_scan
 from hotmem.bounds import Crowded, Finalists, Problem
-from hotmem.embed import DIMENSION, VECTOR_BYTES
+from hotmem.embedding.hash_v1 import DIMENSION, VECTOR_BYTES
 from hotmem.lexical import Counts
 from hotmem.reads import DICTS, ReadForm
 

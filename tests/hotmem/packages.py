@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hotmem.embed import DIMENSION, MODEL_NAME
-from hotmem.fts import FTS_TOKENIZER
+from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME
 from hotmem.snapshot import format as fmt
 from hotmem.snapshot.format import CentralEntry
 from hotmem.snapshot.manifest import content_digest
+from hotmem.store.fts import FTS_TOKENIZER
 
 Members = dict[str, bytes]
 

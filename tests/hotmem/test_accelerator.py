@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import hotmem
 from hotmem import vectors
 from hotmem.accelerator import MatrixScan
-from hotmem.embed import embed
+from hotmem.embedding.hash_v1 import embed
 
 
 @pytest.fixture(autouse=True, scope="module")

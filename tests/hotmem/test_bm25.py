@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import hotmem
 from hotmem import bm25, lexical
-from hotmem.fts import LexicalQuery, lexical_query
 from hotmem.share_arrays import ARRAYS, ShareArrays
+from hotmem.store.fts import LexicalQuery, lexical_query
 
 # Inflections the porter stemmer joins, accents unicode61 removes, a word in most facts, CJK.
 WORDS = [

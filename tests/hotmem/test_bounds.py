@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import hotmem
 from hotmem import bounds, vectors
 from hotmem.bounds import ABSOLUTE, RELATIVE, Crowded, Deferred, Finalists, Problem
-from hotmem.embed import embed
+from hotmem.embedding.hash_v1 import embed
 from hotmem.fusion import Weights
 from hotmem.packed_scan import PackedScan
 from hotmem.vectors import CosineScan

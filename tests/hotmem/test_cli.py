@@ -12,7 +12,7 @@ import pytest
 import hotmem
 from hotmem import cli
 from hotmem.cli import main
-from hotmem.cli_support import default_db_path
+from hotmem.cli.support import UserInputError, default_db_path
 
 
 @pytest.fixture
@@ -171,7 +171,7 @@ def test_python_dash_m_runs_the_cli(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("error", "code", "line"),
     [
-        (cli.UserInputError("f.jsonl:3: bad"), 2, "f.jsonl:3: bad"),
+        (UserInputError("f.jsonl:3: bad"), 2, "f.jsonl:3: bad"),
         (hotmem.ValidationError("expected x, found y"), 2, "hotmem: expected x, found y"),
         (hotmem.DuplicateMemoryError("dup"), 2, "hotmem: dup"),
         (hotmem.MemoryNotFoundError("no memory"), 1, "hotmem: no memory"),

@@ -189,7 +189,7 @@ def test_a_migration_says_so_on_a_terminal_only(tmp_path: Path) -> None:
         shutil.copy(DATA / "store-v1.db", tmp_path / name)
     # The announcement is for stores of 10,000 memories or more: lowered for this small one.
     probe = (
-        "import sys, hotmem.migrations as m; m._ANNOUNCE_ROWS = 1; "
+        "import sys, hotmem.store.migrations as m; m._ANNOUNCE_ROWS = 1; "
         "from hotmem.cli import main; sys.exit(main(sys.argv[1:]))"
     )
     shown = run_on_terminal(

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import hotmem
-from hotmem import schema
+from hotmem.store import schema
 from tests.hotmem import v1_store
 
 pytestmark = pytest.mark.slow

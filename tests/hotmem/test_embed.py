@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from hotmem.embed import (
+from hotmem.embedding.hash_v1 import (
     DIMENSION,
     MODEL_NAME,
     VECTOR_BYTES,

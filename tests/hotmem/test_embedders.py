@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import hotmem
-from hotmem.embed import embed_bytes
-from hotmem.embedders import HASH_DIGEST, HashEmbedder, check_texts, install_hint
-from hotmem.semantic import sources
+from hotmem.embedding.hash_v1 import embed_bytes
+from hotmem.embedding.registry import HASH_DIGEST, HashEmbedder, check_texts, install_hint
+from hotmem.embedding.semantic import sources
 
 
 def test_the_registry_lists_hash_v1_and_the_semantic_model() -> None:

@@ -15,8 +15,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import hotmem
-from hotmem.fts import match_expression, query_terms
 from hotmem.fusion import Weights, is_candidate, normalise_bm25, rank, score_candidates
+from hotmem.store.fts import match_expression, query_terms
 
 WORDS = ["invoice", "invoices", "deploy", "tuesday", "badge", "coffee", "approve", "eur", "5"]
 IDENTIFIERS = ["acme", "beta", "gamma"]

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import hotmem
-from hotmem import MemoryStore, schema
+from hotmem import MemoryStore
+from hotmem.store import schema
 
 LONE = "\ud800"
 SURROGATE = r"expected {} as valid Unicode text, found a lone surrogate U\+D800"

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 import hotmem
-from hotmem import lexical, migrations, schema
-from hotmem.fts import LexicalQuery, cjk_grams, cjk_index_text, lexical_query
+from hotmem import lexical
+from hotmem.store import migrations, schema
+from hotmem.store.fts import LexicalQuery, cjk_grams, cjk_index_text, lexical_query
 
 DATA = Path(__file__).parent / "data"
 

@@ -33,7 +33,7 @@ PROBE = textwrap.dedent(
     # (checking its extra's modules imports none of them).
     hotmem.get_embedder("hotmem-hash-v1").embed_many(["Invoices need two approvals."])
     [entry.missing_modules() for entry in hotmem.EMBEDDERS.values()]
-    import hotmem.semantic.sources
+    import hotmem.embedding.semantic.sources
     loaded = set(sys.modules) - before
     roots = {name.split(".")[0] for name in loaded}
     print("\\n".join(sorted(roots - set(sys.stdlib_module_names) - {"hotmem"})))
@@ -107,8 +107,8 @@ def top_level_imports(path: Path) -> set[str]:
 
 def test_the_store_does_not_import_the_snapshot_code_at_module_level() -> None:
     # The writer depends on the store; MemoryStore.snapshot imports it when called.
-    imported = top_level_imports(PACKAGE / "db.py")
-    assert "hotmem.schema" in imported  # the helper does see the store's imports
+    imported = top_level_imports(PACKAGE / "store" / "memory_store.py")
+    assert "hotmem.store.schema" in imported  # the helper does see the store's imports
     snapshot = sorted(
         m for m in imported if m == "hotmem.snapshot" or m.startswith("hotmem.snapshot.")
     )

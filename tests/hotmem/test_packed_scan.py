@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import hotmem
 from hotmem import packed_scan, vectors
-from hotmem.embed import DIMENSION, embed, embed_bytes
+from hotmem.embedding.hash_v1 import DIMENSION, embed, embed_bytes
 from hotmem.packed_scan import SCALE, PackedScan, pack
 
 _FLOAT32 = struct.Struct("<f")

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import hotmem
 from hotmem import MemoryStore, ValidationError, explain, search_memories
-from hotmem.embed import bucket_and_sign, trigrams
+from hotmem.embedding.hash_v1 import bucket_and_sign, trigrams
 from hotmem.fusion import MIN_SIMILARITY, WEIGHTS
 
 # The worked example of docs/ranking.md.

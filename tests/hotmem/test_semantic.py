@@ -29,8 +29,13 @@ import numpy as np
 import pytest
 
 import hotmem
-from hotmem.semantic import onnx_embedder, sources
-from hotmem.semantic.onnx_embedder import MAX_TOKENS, TOKEN_BUDGET, OnnxEmbedder, load_embedder
+from hotmem.embedding.semantic import onnx_embedder, sources
+from hotmem.embedding.semantic.onnx_embedder import (
+    MAX_TOKENS,
+    TOKEN_BUDGET,
+    OnnxEmbedder,
+    load_embedder,
+)
 
 GOLDEN = Path(__file__).with_name("semantic_golden.json")
 GOLDEN_TOLERANCE = 1e-5

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import hotmem
-from hotmem.embed import embed_bytes
+from hotmem.embedding.hash_v1 import embed_bytes
 from hotmem.snapshot import format as fmt
 from hotmem.snapshot.manifest import content_digest
 

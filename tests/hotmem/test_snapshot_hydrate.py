@@ -322,7 +322,7 @@ def test_an_integer_importance_is_stored_as_the_store_would(package: Path, tmp_p
 def forged(package: Path, tmp_path: Path, query: str) -> Path:
     """The package with one memory's vector replaced by the query's embedding (digests
     recomputed): the memory is unrelated to the query, but its vector says otherwise."""
-    from hotmem.embed import embed_bytes
+    from hotmem.embedding.hash_v1 import embed_bytes
     from tests.hotmem.packages import V0, read_members, refreshed, write_members
 
     members = read_members(package)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import hotmem
-from hotmem.embed import embed_bytes
+from hotmem.embedding.hash_v1 import embed_bytes
 from tests.hotmem.packages import (
     MANIFEST,
     R0,
@@ -364,6 +364,6 @@ def test_a_package_from_before_spaces_hydrates_with_the_hash_space_alone(tmp_pat
     with hotmem.open_store(tmp_path / "t.db") as store:
         assert store.spaces == (
             hotmem.VectorSpace(
-                *(["hotmem-hash-v1"] * 2), hotmem.embedders.HASH_DIGEST, 64, "float32-le"
+                *(["hotmem-hash-v1"] * 2), hotmem.embedding.registry.HASH_DIGEST, 64, "float32-le"
             ),
         )

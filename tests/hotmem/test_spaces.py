@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import hotmem
-from hotmem import schema, spaces
-from hotmem.embedders import HASH_DIGEST, SEMANTIC_MODEL
+from hotmem.embedding.registry import HASH_DIGEST, SEMANTIC_MODEL
+from hotmem.store import schema, spaces
 
 DATA = Path(__file__).with_name("data")
 HASH = hotmem.VectorSpace("hotmem-hash-v1", "hotmem-hash-v1", HASH_DIGEST, 64, "float32-le")

@@ -14,9 +14,9 @@ import pytest
 
 import hotmem
 from hotmem import space_scan
-from hotmem.embedders import SEMANTIC_MODEL
-from hotmem.fts import lexical_query
+from hotmem.embedding.registry import SEMANTIC_MODEL
 from hotmem.fusion import Weights
+from hotmem.store.fts import lexical_query
 from hotmem.topk import Rule
 from tests.hotmem.test_topk import both_rankings
 

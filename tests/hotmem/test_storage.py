@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 import hotmem
-from hotmem import schema, storage
-from hotmem.migrations import MIGRATIONS
+from hotmem.store import schema
+from hotmem.store import setup as storage
+from hotmem.store.migrations import MIGRATIONS
 from tests.hotmem import v1_store
 
 

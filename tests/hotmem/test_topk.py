@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 import hotmem
 from hotmem import bm25, lexical, topk, vectors
-from hotmem.embed import embed
-from hotmem.fts import lexical_query
+from hotmem.embedding.hash_v1 import embed
 from hotmem.fusion import Weights
 from hotmem.packed_scan import PackedScan
+from hotmem.store.fts import lexical_query
 from hotmem.topk import Ranked, Rule, Search, exhaustive_top_k, top_k
 from hotmem.vectors import CosineScan, VectorIndex
 

@@ -25,7 +25,7 @@ PROBE = textwrap.dedent(
     """
     import importlib.util, json, os, sys
     import hotmem
-    from hotmem.semantic import sources
+    from hotmem.embedding.semantic import sources
 
     found = {}
     found["absent"] = [

@@ -11,7 +11,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from hotmem.embed import embed_bytes
+from hotmem.embedding.hash_v1 import embed_bytes
 
 TABLES = (
     """CREATE TABLE hotmem_meta (

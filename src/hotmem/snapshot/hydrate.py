@@ -25,9 +25,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from hotmem import lexical_index, schema, storage
-from hotmem import spaces as store_spaces
-from hotmem.embed import MODEL_NAME, VECTOR_BYTES, embed_bytes
+from hotmem.embedding.hash_v1 import MODEL_NAME, VECTOR_BYTES, embed_bytes
 from hotmem.errors import HydrationError, VerificationError
 from hotmem.progress import ProgressCallback
 from hotmem.snapshot._files import (
@@ -43,6 +41,9 @@ from hotmem.snapshot.records import Column
 from hotmem.snapshot.report import Chunk, VerificationReport
 from hotmem.snapshot.space_plan import SpaceChoice, plan_spaces
 from hotmem.snapshot.vector_checks import EmbedMany
+from hotmem.store import lexical_index, schema
+from hotmem.store import setup as storage
+from hotmem.store import spaces as store_spaces
 
 __all__ = ["HydrationReport", "hydrate"]
 

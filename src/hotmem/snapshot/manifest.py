@@ -14,10 +14,10 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from hotmem.embed import DIMENSION, MODEL_NAME
-from hotmem.fts import LEXICAL_INDEX
+from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME
 from hotmem.snapshot import format as fmt
-from hotmem.spaces import VectorSpace
+from hotmem.store.fts import LEXICAL_INDEX
+from hotmem.store.spaces import VectorSpace
 
 __all__ = [
     "Manifest",

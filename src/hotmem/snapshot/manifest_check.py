@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from hotmem.embed import DIMENSION, MODEL_NAME, VECTOR_BYTES
+from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME, VECTOR_BYTES
 from hotmem.snapshot import format as fmt
 from hotmem.snapshot.format import SnapshotProblem
 from hotmem.snapshot.manifest import Manifest, MemberMeta, SpaceMeta

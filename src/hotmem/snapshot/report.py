@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from hotmem.snapshot.format import SnapshotProblem
 from hotmem.snapshot.records import Column
-from hotmem.spaces import VectorSpace
+from hotmem.store.spaces import VectorSpace
 
 __all__ = ["Chunk", "VerificationReport"]
 

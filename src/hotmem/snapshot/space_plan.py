@@ -18,8 +18,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
-from hotmem.embed import MODEL_NAME
-from hotmem.embedders import (
+from hotmem.embedding.hash_v1 import MODEL_NAME
+from hotmem.embedding.registry import (
     EMBEDDERS,
     Embedder,
     EmbedderIdentity,

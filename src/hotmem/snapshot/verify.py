@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from hotmem.embed import MODEL_NAME, embed_bytes
+from hotmem.embedding.hash_v1 import MODEL_NAME, embed_bytes
 from hotmem.errors import SnapshotError
 from hotmem.progress import ProgressCallback
 from hotmem.snapshot._files import gc_paused

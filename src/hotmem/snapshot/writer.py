@@ -25,8 +25,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from hotmem import spaces as store_spaces
-from hotmem.embed import MODEL_NAME
+from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.errors import SnapshotError
 from hotmem.progress import ProgressCallback
 from hotmem.snapshot import format as fmt
@@ -42,6 +41,7 @@ from hotmem.snapshot._files import (
 from hotmem.snapshot.format import CentralEntry, MemberKind
 from hotmem.snapshot.manifest import MemberMeta, SpaceMeta, content_digest, manifest_bytes
 from hotmem.snapshot.records import record_line
+from hotmem.store import spaces as store_spaces
 
 __all__ = ["SnapshotReport", "store_files", "write_snapshot"]
 

@@ -15,12 +15,12 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
-from hotmem import spaces
-from hotmem.embed import MODEL_NAME
-from hotmem.embedders import Embedder, get_embedder, install_hint
+from hotmem.embedding.hash_v1 import MODEL_NAME
+from hotmem.embedding.registry import Embedder, get_embedder, install_hint
 from hotmem.errors import MissingExtraError, StoreError, ValidationError
 from hotmem.progress import ProgressCallback
-from hotmem.spaces import VectorSpace
+from hotmem.store import spaces
+from hotmem.store.spaces import VectorSpace
 
 __all__ = ["REINDEX_BATCH", "embedder_for", "reindex", "space_embedders"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 
-from hotmem.fts import cjk_index_text
+from hotmem.store.fts import cjk_index_text
 
 __all__ = ["CHECK_CJK_INTEGRITY", "differences", "index_grams", "rebuild"]
 

@@ -8,8 +8,8 @@ import math
 import os
 from pathlib import Path
 
-from hotmem.db import MemoryStore, open_store
 from hotmem.search import MAX_LIMIT
+from hotmem.store.memory_store import MemoryStore, open_store
 
 __all__ = [
     "UserInputError",

@@ -7,9 +7,9 @@ import sys
 from collections.abc import Iterator
 from itertools import chain
 
-from hotmem.cli_render import diagnosis_lines, result_lines
-from hotmem.cli_spaces import space_lines
-from hotmem.cli_support import (
+from hotmem.cli.render import diagnosis_lines, result_lines
+from hotmem.cli.spaces import space_lines
+from hotmem.cli.support import (
     UserInputError,
     created_store,
     existing_store,

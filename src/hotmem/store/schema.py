@@ -13,8 +13,8 @@ indexes (``memories_fts`` over the words, ``memories_cjk`` over CJK character gr
 
 from __future__ import annotations
 
-from hotmem.embed import DIMENSION, MODEL_NAME
-from hotmem.fts import CJK_TOKENIZER, FTS_TOKENIZER, LEXICAL_INDEX
+from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME
+from hotmem.store.fts import CJK_TOKENIZER, FTS_TOKENIZER, LEXICAL_INDEX
 
 __all__ = [
     "CHECK_FTS_INTEGRITY",

@@ -13,14 +13,14 @@ import sqlite3
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from hotmem import reindex as reindexing
-from hotmem import spaces
-from hotmem.embed import MODEL_NAME
-from hotmem.embedders import get_embedder
+from hotmem.embedding.hash_v1 import MODEL_NAME
+from hotmem.embedding.registry import get_embedder
 from hotmem.errors import ValidationError
 from hotmem.profiles import resolve_profile
 from hotmem.progress import ProgressCallback
-from hotmem.spaces import VectorSpace
+from hotmem.store import reindex as reindexing
+from hotmem.store import spaces
+from hotmem.store.spaces import VectorSpace
 from hotmem.vectors import VectorIndex
 
 if TYPE_CHECKING:

@@ -13,11 +13,11 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
-from hotmem import lexical_index, schema, spaces
-from hotmem.embedders import Embedder
+from hotmem.embedding.registry import Embedder
 from hotmem.errors import DuplicateMemoryError, ValidationError
 from hotmem.models import Memory
-from hotmem.rows import memory_row
+from hotmem.store import lexical_index, schema, spaces
+from hotmem.store.rows import memory_row
 
 __all__ = [
     "ADD_BATCH",

@@ -20,8 +20,8 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from hotmem.embed import DIMENSION, MODEL_NAME
-from hotmem.embedders import DTYPE, HASH_DIGEST, Embedder
+from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME
+from hotmem.embedding.registry import DTYPE, HASH_DIGEST, Embedder
 from hotmem.errors import StoreError, ValidationError
 
 __all__ = [

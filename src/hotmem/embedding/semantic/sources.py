@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from hotmem.embedders import MODEL_DIR_ENV, install_hint
+from hotmem.embedding.registry import MODEL_DIR_ENV, install_hint
 from hotmem.errors import EmbedderError, MissingExtraError
 
 __all__ = [
@@ -191,7 +191,7 @@ def _from_package() -> ModelFiles:
     model_path, where, fix = _pinned_model()
     model = _read(model_path, where)
     _check_pinned(model, MODEL_SHA256, str(model_path), where, fix)
-    resource = files("hotmem.semantic").joinpath(_BUNDLED, TOKENIZER_FILE)
+    resource = files("hotmem.embedding.semantic").joinpath(_BUNDLED, TOKENIZER_FILE)
     tokenizer = resource.read_bytes()
     _check_pinned(
         tokenizer, TOKENIZER_SHA256, str(resource), "shipped with hotmem", "reinstall hotmem"
@@ -230,7 +230,7 @@ def model_digest(model_dir: Path | None) -> str:
         )
     model_path, where, fix = _pinned_model()
     _check_found(_sha256_of(model_path, where), MODEL_SHA256, str(model_path), where, fix)
-    resource = files("hotmem.semantic").joinpath(_BUNDLED, TOKENIZER_FILE)
+    resource = files("hotmem.embedding.semantic").joinpath(_BUNDLED, TOKENIZER_FILE)
     tokenizer = hashlib.sha256(resource.read_bytes()).hexdigest()
     _check_found(
         tokenizer, TOKENIZER_SHA256, str(resource), "shipped with hotmem", "reinstall hotmem"

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from hotmem import lexical_index, schema, spaces
 from hotmem.errors import StoreError
-from hotmem.migrations import migrate
-from hotmem.sqlerrors import translated
+from hotmem.store import lexical_index, schema, spaces
+from hotmem.store.migrations import migrate
+from hotmem.store.sqlerrors import translated
 
 __all__ = [
     "BUSY_TIMEOUT",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hotmem.cli_support import UserInputError, db_path, existing_store, print_json
+from hotmem.cli.support import UserInputError, db_path, existing_store, print_json
 from hotmem.progress import Progress
 from hotmem.snapshot import hydrate, verify_snapshot
 from hotmem.snapshot._files import output_refusal, store_file_names

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hotmem.cli_support import db_path, existing_store, print_json
+from hotmem.cli.support import db_path, existing_store, print_json
 from hotmem.profiles import PROFILES, Profile
 
 __all__ = ["cmd_profiles", "configure_profiles", "profile_summary"]

@@ -17,7 +17,7 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
-from hotmem.embed import embed_bytes
+from hotmem.embedding.hash_v1 import embed_bytes
 from hotmem.errors import StoreError
 from hotmem.fields import canonical_timestamp_breach, format_timestamp, shown, timestamp_or_breach
 from hotmem.models import Memory

@@ -36,7 +36,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Protocol
 
-from hotmem.embed import DIMENSION, MODEL_NAME, embed_bytes
+from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME, embed_bytes
 from hotmem.errors import MissingExtraError, ValidationError
 
 __all__ = [
@@ -186,7 +186,7 @@ def _identify_hash(model_dir: Path | None) -> EmbedderIdentity:
 
 
 def _identify_semantic(model_dir: Path | None) -> EmbedderIdentity | None:
-    from hotmem.semantic import sources  # standard library only
+    from hotmem.embedding.semantic import sources  # standard library only
 
     digest = sources.model_digest(model_dir)
     if digest != sources.PINNED_DIGEST:
@@ -196,7 +196,7 @@ def _identify_semantic(model_dir: Path | None) -> EmbedderIdentity | None:
 
 def _load_semantic(model_dir: Path | None) -> Embedder:
     # Imported here: the extra's modules (numpy, onnxruntime, tokenizers) load on first use.
-    from hotmem.semantic.onnx_embedder import load_embedder
+    from hotmem.embedding.semantic.onnx_embedder import load_embedder
 
     return load_embedder(SEMANTIC_MODEL, model_dir)
 

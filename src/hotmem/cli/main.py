@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from contextlib import suppress
 
 from hotmem import __version__
-from hotmem.cli_memories import (
+from hotmem.cli.memories import (
     cmd_add,
     cmd_delete,
     cmd_explain,
@@ -31,7 +31,7 @@ from hotmem.cli_memories import (
     configure_search,
     configure_stats,
 )
-from hotmem.cli_packages import (
+from hotmem.cli.packages import (
     cmd_hydrate,
     cmd_snapshot,
     cmd_verify,
@@ -39,11 +39,11 @@ from hotmem.cli_packages import (
     configure_snapshot,
     configure_verify,
 )
-from hotmem.cli_profiles import cmd_profiles, configure_profiles
-from hotmem.cli_spaces import cmd_reindex, configure_reindex
-from hotmem.cli_support import UserInputError, seconds_value
+from hotmem.cli.profiles import cmd_profiles, configure_profiles
+from hotmem.cli.spaces import cmd_reindex, configure_reindex
+from hotmem.cli.support import UserInputError, seconds_value
 from hotmem.errors import HotmemError, ValidationError
-from hotmem.storage import BUSY_TIMEOUT
+from hotmem.store.setup import BUSY_TIMEOUT
 
 __all__ = ["COMMANDS", "EXIT_CODES", "build_parser", "exit_code", "main"]
 

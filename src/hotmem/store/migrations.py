@@ -63,7 +63,7 @@ def _stemmed_words_and_cjk_grams(connection: sqlite3.Connection) -> None:
     (``lexical_index.rebuild``), and the triggers are created again, the delete trigger now
     also removing a memory's grams. Setup records the new ``fts_tokenizer`` afterwards.
     """
-    from hotmem import lexical_index  # the index's contents are this HotMem's derivation
+    from hotmem.store import lexical_index  # the index's contents are this HotMem's derivation
 
     for trigger in ("memories_fts_insert", "memories_fts_delete", "memories_fts_update"):
         connection.execute(f"DROP TRIGGER IF EXISTS {trigger}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hotmem.cli_support import existing_store, print_json
+from hotmem.cli.support import existing_store, print_json
 from hotmem.progress import Progress
 
 __all__ = ["cmd_reindex", "configure_reindex", "space_lines"]

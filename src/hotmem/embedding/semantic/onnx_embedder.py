@@ -31,9 +31,9 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from hotmem.embedders import DTYPE, check_texts
+from hotmem.embedding.registry import DTYPE, check_texts
+from hotmem.embedding.semantic.sources import ModelFiles, read_model_files
 from hotmem.errors import EmbedderError
-from hotmem.semantic.sources import ModelFiles, read_model_files
 
 __all__ = ["MAX_TOKENS", "TOKEN_BUDGET", "OnnxEmbedder", "load_embedder"]
 

@@ -16,17 +16,18 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, get_args
 
-from hotmem import inserts, lexical_index, schema, spaces, sqlerrors, storage
-from hotmem import reindex as reindexing
-from hotmem.embedders import install_hint
+from hotmem.embedding.registry import install_hint
 from hotmem.errors import MemoryNotFoundError, MissingExtraError, ValidationError
 from hotmem.fields import lookup_text, shown
-from hotmem.inserts import ADD_BATCH
 from hotmem.models import Clock, Memory, make_memory, memory_from_mapping, system_clock
 from hotmem.profiles import DEFAULT_PROFILE, resolve_profile
 from hotmem.progress import ProgressCallback
-from hotmem.rows import MEMORY_COLUMNS, damaged, memory_from_row
-from hotmem.store_spaces import VectorSpaces
+from hotmem.store import inserts, lexical_index, schema, spaces, sqlerrors
+from hotmem.store import reindex as reindexing
+from hotmem.store import setup as storage
+from hotmem.store.inserts import ADD_BATCH
+from hotmem.store.rows import MEMORY_COLUMNS, damaged, memory_from_row
+from hotmem.store.space_methods import VectorSpaces
 from hotmem.vectors import DamagedRowError, VectorIndex
 
 if TYPE_CHECKING:

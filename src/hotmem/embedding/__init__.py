@@ -1,0 +1,1 @@
+"""Embedders: ``hotmem-hash-v1`` (standard library) and the registry of model spaces."""
