@@ -45,7 +45,7 @@ from synthetic import heavy_memories, heavy_queries
 import hotmem
 from hotmem import bm25, lexical
 from hotmem.reads import ReadForm
-from hotmem.store.fts import lexical_query
+from hotmem.retrieval.query import lexical_query
 
 _MATCHES = "FROM memories_fts WHERE memories_fts MATCH ?"
 _SCORED = f"SELECT rowid, -bm25(memories_fts) {_MATCHES}"

@@ -56,7 +56,7 @@ def quantile(samples: list[float], q: float) -> float:
 def lexical_share(store: hotmem.MemoryStore, queries: list[str]) -> float:
     """The mean share of the store a query matches lexically."""
     from hotmem import lexical
-    from hotmem.store.fts import lexical_query
+    from hotmem.retrieval.query import lexical_query
 
     total = len(store)
     shares = []

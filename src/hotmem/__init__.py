@@ -12,69 +12,140 @@ Public API::
 
 from __future__ import annotations
 
-from hotmem.diagnosis import VERDICTS, Diagnosis, Verdict, diagnose
-from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME, embed
-from hotmem.embedding.registry import (
-    EMBEDDERS,
-    SEMANTIC_MODEL,
-    Embedder,
-    EmbedderEntry,
-    EmbedderIdentity,
-    embedder_identity,
-    get_embedder,
-)
-from hotmem.errors import (
-    DuplicateMemoryError,
-    EmbedderError,
-    HotmemError,
-    HydrationError,
-    MemoryNotFoundError,
-    MissingExtraError,
-    SnapshotError,
-    StoreError,
-    ValidationError,
-    VerificationError,
-)
-from hotmem.fields import (
-    FIELD_NAMES,
-    MAX_ID_LENGTH,
-    Breach,
-    field_breach,
-    format_timestamp,
-    text_breach,
-)
-from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
-from hotmem.jsonl import MAX_JSON_DEPTH, MAX_JSON_NUMBER, JsonlProblem, JsonlRecord, read_jsonl
-from hotmem.models import Memory, fixed_clock, parse_timestamp, system_clock
-from hotmem.profiles import (
-    DEFAULT_PROFILE,
-    PROFILES,
-    LexicalChannel,
-    Profile,
-    VectorChannel,
-)
-from hotmem.progress import Progress, ProgressCallback
-from hotmem.rerank import MMR
-from hotmem.search import (
-    MAX_LIMIT,
-    Explanation,
-    ScoreComponents,
-    SearchResult,
-    explain,
-    search_memories,
-)
-from hotmem.snapshot import (
-    HydrationReport,
-    SnapshotProblem,
-    SnapshotReport,
-    VerificationReport,
-    hydrate,
-    verify_snapshot,
-)
-from hotmem.store.fts import FTS_TOKENIZER, LEXICAL_INDEX
-from hotmem.store.memory_store import MemoryStore, open_store
-from hotmem.store.setup import BUSY_TIMEOUT
-from hotmem.store.spaces import VectorSpace
+import importlib as _importlib
+import typing as _typing
+
+# Each public name and the module defining it, imported on first use: ``import hotmem`` loads
+# this file alone (the standard library's sqlite3 comes with the store).
+_ORIGINS = {
+    "hotmem.embedding.hash_v1": ("DIMENSION", "MODEL_NAME", "embed"),
+    "hotmem.embedding.registry": (
+        "EMBEDDERS",
+        "SEMANTIC_MODEL",
+        "Embedder",
+        "EmbedderEntry",
+        "EmbedderIdentity",
+        "embedder_identity",
+        "get_embedder",
+    ),
+    "hotmem.errors": (
+        "DuplicateMemoryError",
+        "EmbedderError",
+        "HotmemError",
+        "HydrationError",
+        "MemoryNotFoundError",
+        "MissingExtraError",
+        "SnapshotError",
+        "StoreError",
+        "ValidationError",
+        "VerificationError",
+    ),
+    "hotmem.fields": (
+        "FIELD_NAMES",
+        "MAX_ID_LENGTH",
+        "Breach",
+        "field_breach",
+        "format_timestamp",
+        "text_breach",
+    ),
+    "hotmem.jsonl": (
+        "MAX_JSON_DEPTH",
+        "MAX_JSON_NUMBER",
+        "JsonlProblem",
+        "JsonlRecord",
+        "read_jsonl",
+    ),
+    "hotmem.models": ("Memory", "fixed_clock", "parse_timestamp", "system_clock"),
+    "hotmem.progress": ("Progress", "ProgressCallback"),
+    "hotmem.retrieval.diagnosis": ("VERDICTS", "Diagnosis", "Verdict", "diagnose"),
+    "hotmem.retrieval.fusion": ("MIN_SIMILARITY", "WEIGHTS", "Weights"),
+    "hotmem.retrieval.profiles": (
+        "DEFAULT_PROFILE",
+        "PROFILES",
+        "LexicalChannel",
+        "Profile",
+        "VectorChannel",
+        "set_default_profile",
+    ),
+    "hotmem.retrieval.request": ("MAX_LIMIT", "SearchRequest"),
+    "hotmem.retrieval.rerank": ("MMR",),
+    "hotmem.retrieval.results": ("Explanation", "ScoreComponents", "SearchResult"),
+    "hotmem.retrieval.search": ("explain", "search_memories"),
+    "hotmem.snapshot": (
+        "HydrationReport",
+        "SnapshotProblem",
+        "SnapshotReport",
+        "VerificationReport",
+        "hydrate",
+        "verify_snapshot",
+    ),
+    "hotmem.store.fts": ("FTS_TOKENIZER", "LEXICAL_INDEX"),
+    "hotmem.store.memory_store": ("MemoryStore", "open_store"),
+    "hotmem.store.setup": ("BUSY_TIMEOUT",),
+    "hotmem.store.spaces": ("VectorSpace",),
+}
+_ORIGIN = {name: module for module, names in _ORIGINS.items() for name in names}
+
+if _typing.TYPE_CHECKING:
+    from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME, embed
+    from hotmem.embedding.registry import (
+        EMBEDDERS,
+        SEMANTIC_MODEL,
+        Embedder,
+        EmbedderEntry,
+        EmbedderIdentity,
+        embedder_identity,
+        get_embedder,
+    )
+    from hotmem.errors import (
+        DuplicateMemoryError,
+        EmbedderError,
+        HotmemError,
+        HydrationError,
+        MemoryNotFoundError,
+        MissingExtraError,
+        SnapshotError,
+        StoreError,
+        ValidationError,
+        VerificationError,
+    )
+    from hotmem.fields import (
+        FIELD_NAMES,
+        MAX_ID_LENGTH,
+        Breach,
+        field_breach,
+        format_timestamp,
+        text_breach,
+    )
+    from hotmem.jsonl import MAX_JSON_DEPTH, MAX_JSON_NUMBER, JsonlProblem, JsonlRecord, read_jsonl
+    from hotmem.models import Memory, fixed_clock, parse_timestamp, system_clock
+    from hotmem.progress import Progress, ProgressCallback
+    from hotmem.retrieval.diagnosis import VERDICTS, Diagnosis, Verdict, diagnose
+    from hotmem.retrieval.fusion import MIN_SIMILARITY, WEIGHTS, Weights
+    from hotmem.retrieval.profiles import (
+        DEFAULT_PROFILE,
+        PROFILES,
+        LexicalChannel,
+        Profile,
+        VectorChannel,
+        set_default_profile,
+    )
+    from hotmem.retrieval.request import MAX_LIMIT, SearchRequest
+    from hotmem.retrieval.rerank import MMR
+    from hotmem.retrieval.results import Explanation, ScoreComponents, SearchResult
+    from hotmem.retrieval.search import explain, search_memories
+    from hotmem.snapshot import (
+        HydrationReport,
+        SnapshotProblem,
+        SnapshotReport,
+        VerificationReport,
+        hydrate,
+        verify_snapshot,
+    )
+    from hotmem.store.fts import FTS_TOKENIZER, LEXICAL_INDEX
+    from hotmem.store.memory_store import MemoryStore, open_store
+    from hotmem.store.setup import BUSY_TIMEOUT
+    from hotmem.store.spaces import VectorSpace
 
 __version__ = "0.1.0"
 
@@ -119,6 +190,7 @@ __all__ = [
     "Progress",
     "ProgressCallback",
     "ScoreComponents",
+    "SearchRequest",
     "SearchResult",
     "SnapshotError",
     "SnapshotProblem",
@@ -145,7 +217,22 @@ __all__ = [
     "parse_timestamp",
     "read_jsonl",
     "search_memories",
+    "set_default_profile",
     "system_clock",
     "text_breach",
     "verify_snapshot",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """A public name, imported from its module on first use (module docstring)."""
+    module = _ORIGIN.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hotmem' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -197,9 +197,9 @@ def test_a_migration_says_so_on_a_terminal_only(tmp_path: Path) -> None:
     )
     assert shown.code == 0
     assert shown.err.startswith(
-        "\rhotmem: migrating the store from schema 1 to 4 (rebuilding its full-text indexes)..."
+        "\rhotmem: migrating the store from schema 1 to 5 (rebuilding its full-text indexes)..."
     )
-    assert shown.err.endswith("\rhotmem: store migrated to schema 4\r\n")  # the terminal's CRLF
+    assert shown.err.endswith("\rhotmem: store migrated to schema 5\r\n")  # the terminal's CRLF
     quiet = run([sys.executable, "-c", probe, "--db", "quiet.db", "stats"], cwd=tmp_path)
     assert (quiet.code, quiet.err) == (0, "")
 

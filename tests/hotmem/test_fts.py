@@ -7,7 +7,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import hotmem
-from hotmem.store.fts import MAX_QUERY_TERMS, match_expression, query_terms
+from hotmem.retrieval.query import MAX_QUERY_TERMS, match_expression, query_terms
 
 ESCAPING = [
     # (query, terms, MATCH expression)

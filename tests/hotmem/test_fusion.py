@@ -15,8 +15,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import hotmem
-from hotmem.fusion import Weights, is_candidate, normalise_bm25, rank, score_candidates
-from hotmem.store.fts import match_expression, query_terms
+from hotmem import Weights
+from hotmem.retrieval.fusion import Rule, normalise_bm25, rrf, top, weighted
+from hotmem.retrieval.query import match_expression, query_terms
 
 WORDS = ["invoice", "invoices", "deploy", "tuesday", "badge", "coffee", "approve", "eur", "5"]
 IDENTIFIERS = ["acme", "beta", "gamma"]
@@ -130,17 +131,26 @@ def test_search_equals_the_naive_reference_ranking(
             assert (explained.score, explained.components) == (result.score, result.components)
 
 
-def test_score_candidates_by_hand() -> None:
-    # Positions 0..2; position 1 has the best BM25 (4.0), position 2 no lexical match.
-    cosines = {0: 0.5, 1: 0.25, 2: 0.75}
-    lexical = {0: 2.0, 1: 4.0, 3: 1.0}  # position 3 matched but is not scored here
-    scored = score_candidates(cosines, lexical, [0.5, 1.0, 0.0, 0.0], weights=Weights())
-    assert scored == [
-        (0.6 * 0.5 + 0.2 * 0.5 + 0.2 * 0.5, 0),
-        (0.6 * 0.25 + 0.2 * 1.0 + 0.2 * 1.0, 1),
-        (0.6 * 0.75 + 0.2 * 0.0 + 0.2 * 0.0, 2),
+def test_weighted_by_hand() -> None:
+    assert weighted(Weights(), 0.5, 0.5, 0.5) == 0.6 * 0.5 + 0.2 * 0.5 + 0.2 * 0.5
+    assert weighted(Weights(), 0.25, 1.0, 1.0) == 0.6 * 0.25 + 0.2 * 1.0 + 0.2 * 1.0
+    assert weighted(Weights(1.0, 0.0, 0.0), -0.5, 1.0, 1.0) == -0.5
+
+
+def test_weighted_on_arrays_gives_the_bits_of_floats() -> None:
+    np = pytest.importorskip("numpy")
+    cosines, bm25, importances = [0.1, -0.3, 0.7], [0.0, 1.0, 1 / 3], [0.5, 0.9, 0.123]
+    w = Weights(0.3, 0.5, 0.2)
+    arrays = weighted(w, np.array(cosines), np.array(bm25), np.array(importances)).tolist()
+    assert arrays == [
+        weighted(w, *values) for values in zip(cosines, bm25, importances, strict=True)
     ]
-    assert score_candidates({}, {}, [], weights=Weights()) == []
+
+
+def test_rrf_by_hand() -> None:
+    assert rrf((1.0, 1.0), 60, (1, 3)) == 1.0 / 61 + 1.0 / 63
+    assert rrf((0.5, 2.0), 10, (None, 2)) == 2.0 / 12
+    assert rrf((1.0, 1.0), 60, (None, None)) == 0.0
 
 
 @pytest.mark.parametrize(
@@ -152,22 +162,33 @@ def test_normalise_bm25(raw: float | None, best: float, expected: float) -> None
 
 
 @pytest.mark.parametrize(
-    ("cosine", "raw", "floor", "expected"),
+    ("cosine", "matched", "rule", "expected"),
     [
-        (0.39, None, 0.4, False),
-        (0.4, None, 0.4, True),
-        (-1.0, 0.1, 0.4, True),
-        (0.0, None, 0.0, True),
+        (0.39, False, Rule(Weights(), 0.4), False),
+        (0.4, False, Rule(Weights(), 0.4), True),
+        (-1.0, True, Rule(Weights(), 0.4), True),
+        (0.0, False, Rule(Weights(), 0.0), True),
+        (0.9, False, Rule(Weights(), None), False),  # no vector channel: matches only
+        (0.2, True, Rule(Weights(), 0.4, gate=0.25), False),  # a match below the gate
+        (0.25, True, Rule(Weights(), 0.4, gate=0.25), True),
     ],
 )
-def test_is_candidate(cosine: float, raw: float | None, floor: float, expected: bool) -> None:
-    assert is_candidate(cosine, raw, floor) is expected
+def test_admits(cosine: float, matched: bool, rule: Rule, expected: bool) -> None:
+    assert rule.admits(cosine, matched) is expected
 
 
-def test_rank_orders_by_score_then_memory_id() -> None:
-    ids = ["m-c", "m-a", "m-b", "m-d"]
+def test_top_orders_by_score_then_memory_id() -> None:
+    ids = {0: "m-c", 1: "m-a", 2: "m-b", 3: "m-d"}
+    asked: list[list[int]] = []
+
+    def names(positions: object) -> dict[int, str]:
+        asked.append(sorted(positions))  # type: ignore[call-overload]
+        return {p: ids[p] for p in positions}  # type: ignore[attr-defined]
+
     scored = [(0.5, 0), (0.5, 1), (0.9, 2), (0.1, 3)]
-    assert rank(scored, ids, 3) == [(0.9, 2), (0.5, 1), (0.5, 0)]
-    assert rank(scored, ids, 2) == [(0.9, 2), (0.5, 1)]
-    assert rank(scored, ids, 10) == [(0.9, 2), (0.5, 1), (0.5, 0), (0.1, 3)]
-    assert rank([], ids, 3) == []
+    assert top(scored, 3, names) == [(0.9, 2), (0.5, 1), (0.5, 0)]
+    assert top(scored, 2, names) == [(0.9, 2), (0.5, 1)]
+    assert top(scored, 10, names) == [(0.9, 2), (0.5, 1), (0.5, 0), (0.1, 3)]
+    assert top(scored, 1, names) == [(0.9, 2)]
+    assert top([], 3, names) == []
+    assert asked[-1] == [2]  # only the memories that can be in the answer are named

@@ -234,8 +234,8 @@ READ_ONLY = textwrap.dedent(
     import hotmem, hotmem.cli
     hotmem.cli.build_parser().format_help()  # argparse's own lazy imports, while still allowed
     import importlib.util
-    if importlib.util.find_spec("numpy"):  # the vector accelerator's, too
-        import hotmem.accelerator
+    if importlib.util.find_spec("numpy"):  # the numpy engine's, too
+        import hotmem.retrieval.vectorized
     if os.geteuid() == 0:  # root ignores permissions: drop to nobody once imports are done
         os.setgid(65534)
         os.setuid(65534)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import hotmem
-from hotmem import lexical
+from hotmem.retrieval.query import LexicalQuery, lexical_query
 from hotmem.store import migrations, schema
-from hotmem.store.fts import LexicalQuery, cjk_grams, cjk_index_text, lexical_query
+from hotmem.store.fts import cjk_grams, cjk_index_text
 
 DATA = Path(__file__).parent / "data"
 
@@ -223,7 +223,9 @@ def test_a_store_of_a_newer_version_is_refused(tmp_path: Path) -> None:
     path = _copy("store-v1.db", tmp_path)
     with sqlite3.connect(path) as connection:
         connection.execute("UPDATE hotmem_meta SET value = '99' WHERE key = 'schema_version'")
-    expected = r"expected schema_version at most 4, found schema_version='99'"
+    expected = (
+        rf"expected schema_version at most {schema.SCHEMA_VERSION}, found schema_version='99'"
+    )
     with pytest.raises(hotmem.StoreError, match=expected):
         hotmem.open_store(path)
 
@@ -282,37 +284,3 @@ def test_integrity_check_compares_the_cjk_index_with_the_facts(sql: str, problem
         assert [r.fact for r in hotmem.search_memories(store, "月曜日")][:1] == [
             "東京オフィスは月曜日に休みです"
         ]
-
-
-def test_joined_reads_a_column_as_one_string_or_row_by_row_past_the_length_limit() -> None:
-    connection = sqlite3.connect(":memory:")
-    connection.execute("CREATE TABLE t (x INTEGER)")
-    connection.executemany("INSERT INTO t VALUES (?)", [(i * 1_000_003,) for i in range(5_000)])
-    below = lexical.joined(connection, "x", "FROM t WHERE x < ?", (5_000_000,))
-    assert below == "0,1000003,2000006,3000009,4000012"
-    assert lexical.parsed(below) == [0, 1_000_003, 2_000_006, 3_000_009, 4_000_012]
-    assert lexical.joined(connection, "x", "FROM t WHERE x < ?", (0,)) == []
-    every = [i * 1_000_003 for i in range(5_000)]
-    assert lexical.parsed(lexical.joined(connection, "x", "FROM t WHERE x >= ?", (0,))) == every
-    connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1_000)  # the string no longer fits
-    with pytest.raises(sqlite3.DataError):
-        connection.execute("SELECT group_concat(x) FROM t").fetchone()
-    assert lexical.joined(connection, "x", "FROM t WHERE x >= ?", (0,)) == every  # rows
-
-
-def test_phrase_members_are_the_rowids_fts5_matches() -> None:
-    with hotmem.open_store(":memory:") as store:
-        store.add_many(
-            [
-                {"fact": f"copper kettle {i}" if i % 3 else f"badge {i}", "identifier": "a"}
-                for i in range(300)
-            ]
-        )
-        connection = store.connection
-        for term in ("kettle", "badge", "nowhere"):
-            phrase = lexical.Phrase("memories_fts", term)
-            sql = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?"
-            rows = {row[0] for row in connection.execute(sql, (phrase.expression,))}
-            members = lexical.parsed(lexical.phrase_members(connection, phrase))
-            assert sorted(members) == sorted(rows)  # each once
-            assert len(rows) == {"kettle": 200, "badge": 100, "nowhere": 0}[term]

@@ -170,9 +170,9 @@ def test_the_store_keeps_its_default_profile(tmp_path: Path) -> None:
         for memory_id, identifier, fact, importance in EXAMPLE:
             store.add(fact, identifier=identifier, importance=importance, memory_id=memory_id)
         assert store.default_profile == "default"
-        store.set_default_profile("bm25-only")
+        hotmem.set_default_profile(store, "bm25-only")
         with pytest.raises(hotmem.ValidationError, match="unknown profile 'nope'"):
-            store.set_default_profile("nope")
+            hotmem.set_default_profile(store, "nope")
     with hotmem.open_store(path) as store:
         assert store.default_profile == "bm25-only"
         assert _found(store, None) == _found(store, "bm25-only")  # type: ignore[arg-type]

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import hotmem
 from hotmem import MMR, MemoryStore, Profile, ValidationError, explain, search_memories
 from hotmem.cli import main
-from hotmem.rerank import mmr_order, reranker_from_mapping
+from hotmem.retrieval.rerank import mmr_order, reranker_from_mapping
 from tests.hotmem.test_fusion import IDENTIFIERS, WORDS, reference_ranking
 
 FACTS = {

@@ -11,9 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import hotmem
-from hotmem import MemoryStore, ValidationError, explain, search_memories
+from hotmem import MIN_SIMILARITY, WEIGHTS, MemoryStore, ValidationError, explain, search_memories
 from hotmem.embedding.hash_v1 import bucket_and_sign, trigrams
-from hotmem.fusion import MIN_SIMILARITY, WEIGHTS
 
 # The worked example of docs/ranking.md.
 EXAMPLE = [

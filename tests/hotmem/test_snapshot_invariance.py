@@ -15,7 +15,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import hotmem
-from hotmem.search import SearchResult
+from hotmem import SearchResult
 
 WORDS = [
     "invoice", "invoices", "approval", "approvals", "café", "cafe", "CAFÉ", "東京", "オフィス",

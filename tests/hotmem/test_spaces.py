@@ -66,6 +66,9 @@ def test_a_new_store_has_the_hash_space_only(tmp_path: Path) -> None:
 def _as_version_3(path: Path) -> None:
     """Turn a store of this version into one of schema version 3 (which had no spaces)."""
     connection = sqlite3.connect(path, isolation_level=None)
+    for trigger in ("memories_changes_delete", "memories_changes_update", "hotmem_changes_prune"):
+        connection.execute(f"DROP TRIGGER {trigger}")  # schema 5's change log
+    connection.execute("DROP TABLE hotmem_changes")
     connection.execute("DROP TRIGGER memories_vectors_delete")
     connection.execute("DROP TABLE space_vectors")
     connection.execute("DROP TABLE vector_spaces")
@@ -73,7 +76,7 @@ def _as_version_3(path: Path) -> None:
     connection.close()
 
 
-def test_a_version_3_store_migrates_to_4(tmp_path: Path) -> None:
+def test_a_version_3_store_migrates_to_this_version(tmp_path: Path) -> None:
     path = tmp_path / "v3.db"
     with hotmem.open_store(path) as store:
         store.add_many(_memories())
@@ -81,11 +84,12 @@ def test_a_version_3_store_migrates_to_4(tmp_path: Path) -> None:
     _as_version_3(path)
     with hotmem.open_store(path) as store:
         meta = dict(store.connection.execute("SELECT key, value FROM hotmem_meta"))
-        assert meta["schema_version"] == "4" == str(schema.SCHEMA_VERSION)
+        assert meta["schema_version"] == "5" == str(schema.SCHEMA_VERSION)
         assert store.spaces == (HASH,)
         assert hotmem.search_memories(store, "invoice approvals") == before
         objects = {row[0] for row in store.connection.execute("SELECT name FROM sqlite_master")}
         assert {"vector_spaces", "space_vectors", "memories_vectors_delete"} <= objects
+        assert {"hotmem_changes", "memories_changes_delete"} <= objects
 
 
 def _pages_for_vectors(path: Path, count: int) -> int:
@@ -227,16 +231,16 @@ def test_the_default_profile_and_its_spaces(tmp_path: Path) -> None:
     with hotmem.open_store(tmp_path / "s.db") as store:
         store.add_many(_memories())
         with pytest.raises(hotmem.ValidationError, match=r"hotmem reindex --space all-minilm"):
-            store.set_default_profile("semantic")
+            hotmem.set_default_profile(store, "semantic")
         assert store.default_profile == "default"
         store.add_space(SEMANTIC_MODEL)
-        store.set_default_profile("semantic")
+        hotmem.set_default_profile(store, "semantic")
         assert hotmem.PROFILES[store.default_profile].spaces == (SEMANTIC_MODEL,)
         [hit] = hotmem.search_memories(store, "When is the Norwegian branch shut?")
         assert hit.memory_id == "m-04"
         with pytest.raises(hotmem.ValidationError, match=r"default profile 'semantic' searches"):
             store.drop_space(SEMANTIC_MODEL)
-        store.set_default_profile("default")
+        hotmem.set_default_profile(store, "default")
         store.drop_space(SEMANTIC_MODEL)
         assert store.spaces == (HASH,)
 

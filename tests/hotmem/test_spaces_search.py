@@ -1,5 +1,5 @@
-"""Search in the semantic space with the real model: the ``semantic`` profiles, exactness of the
-bounded top k over a space's matrix, and the errors of a missing or incomplete space."""
+"""Search in the semantic space with the real model: the ``semantic`` profiles, the numpy engine
+against the reference over a space's vectors, and the errors of a missing or incomplete space."""
 
 from __future__ import annotations
 
@@ -13,12 +13,7 @@ import numpy as np
 import pytest
 
 import hotmem
-from hotmem import space_scan
 from hotmem.embedding.registry import SEMANTIC_MODEL
-from hotmem.fusion import Weights
-from hotmem.store.fts import lexical_query
-from hotmem.topk import Rule
-from tests.hotmem.test_topk import both_rankings
 
 FACTS = {
     "m0": ("Invoices above EUR 5,000 need two approvals.", "acme-finance"),
@@ -113,41 +108,62 @@ def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[hotmem.MemoryS
         yield opened
 
 
-RULES = [
-    Rule(Weights(0.6, 0.2, 0.2), 0.45, 0.25),
-    Rule(Weights(1.0, 0.0, 0.0), 0.45),
-    Rule(Weights(0.6, 0.2, 0.2), 0.0),
-    Rule(Weights(0.3, 1.0, 0.2), None, 0.1),
+PROFILES = [
+    hotmem.PROFILES["semantic"],
+    hotmem.PROFILES["semantic-only"],
+    hotmem.Profile(
+        "semantic-floor-0",
+        vector=hotmem.VectorChannel(space=SEMANTIC_MODEL, weight=0.6, floor=0.0),
+        importance=0.2,
+    ),
+    hotmem.Profile(
+        "gated-words",
+        vector=hotmem.VectorChannel(space=SEMANTIC_MODEL, weight=0.3, floor=1.0),
+        lexical=hotmem.LexicalChannel(weight=1.0, gate=0.1),
+        importance=0.2,
+    ),
+    hotmem.Profile(
+        "semantic-rrf",
+        vector=hotmem.VectorChannel(space=SEMANTIC_MODEL, weight=1.0, floor=0.2),
+        lexical=hotmem.LexicalChannel(weight=1.0, gate=0.1),
+        importance=0.0,
+        fusion="rrf",
+        depth=10,
+    ),
+    hotmem.PROFILES["semantic+mmr"],
 ]
 
 
 @pytest.mark.parametrize(
-    ("query", "identifier", "rule", "limit"),
+    ("query", "identifier", "profile", "limit"),
     list(
         product(
             ["invoice approval", "weekend office closed", "backup database deploy"],
             [None, "a"],
-            RULES,
+            PROFILES,
             [1, 5, 50],
         )
     ),
 )
-def test_the_bounded_top_k_over_a_space_is_exhaustive_scoring(
-    crowded: hotmem.MemoryStore, query: str, identifier: str | None, rule: Rule, limit: int
+def test_the_numpy_engine_over_a_space_is_the_reference(
+    crowded: hotmem.MemoryStore,
+    query: str,
+    identifier: str | None,
+    profile: hotmem.Profile,
+    limit: int,
 ) -> None:
-    with crowded.reading() as connection:
-        index = crowded.vector_index()
-        scope = index.scope(identifier)
-        vector = hotmem.get_embedder(SEMANTIC_MODEL).embed_many([query])[0]
-        scan = space_scan.scan(crowded.space_matrix(SEMANTIC_MODEL), vector, scope)
-        assert lexical_query(query)
-        bounded, exhaustive = both_rankings(connection, index, scan, scope, query, rule, limit)
-    assert bounded.top == exhaustive.top
-    assert bounded.best == exhaustive.best
-    # Every exact cosine is the same bits one by one and among all of them.
-    together = scan.at_least(-1.0)
-    assert together == {p: scan.cosine(p) for p in scope}
-    assert scan.cosines(list(scope)[::-1]) == [together[p] for p in list(scope)[::-1]]
+    found = []
+    for accelerator in ("off", "numpy"):
+        with hotmem.open_store(crowded.path, accelerator=accelerator) as store:
+            results = hotmem.search_memories(
+                store, query, identifier=identifier, limit=limit, profile=profile
+            )
+            explained = [
+                hotmem.explain(store, query, memory_id, identifier=identifier, profile=profile)
+                for memory_id in ("c000", "c001", "c002")
+            ]
+            found.append((results, explained))
+    assert found[0] == found[1]
 
 
 def test_a_missing_space_says_how_to_build_it(tmp_path: Path) -> None:

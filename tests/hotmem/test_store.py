@@ -292,6 +292,9 @@ def _triggers(store: MemoryStore) -> list[str]:
 def test_bulk_batches_index_fts_and_keep_the_trigger(store: MemoryStore) -> None:
     triggers = _triggers(store)
     assert triggers == [
+        "hotmem_changes_prune",
+        "memories_changes_delete",
+        "memories_changes_update",
         "memories_fts_delete",
         "memories_fts_insert",
         "memories_fts_update",

@@ -17,14 +17,15 @@ from hotmem.cli.support import (
     print_json,
     similarity_value,
 )
-from hotmem.diagnosis import diagnose
 from hotmem.errors import ValidationError
-from hotmem.fusion import MIN_SIMILARITY
 from hotmem.jsonl import JsonlProblem, JsonlRecord, read_jsonl
 from hotmem.models import memory_from_mapping
-from hotmem.profiles import PROFILES
 from hotmem.progress import Progress
-from hotmem.search import effective_profile, search_memories
+from hotmem.retrieval.diagnosis import diagnose
+from hotmem.retrieval.fusion import MIN_SIMILARITY
+from hotmem.retrieval.profiles import PROFILES
+from hotmem.retrieval.request import SearchRequest
+from hotmem.retrieval.search import search_memories
 
 __all__ = [
     "MAX_REPORTED_PROBLEMS",
@@ -138,7 +139,10 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     with existing_store(args) as store:
-        profile = effective_profile(store, args.profile, min_similarity=args.min_similarity)
+        request = SearchRequest(
+            args.query, args.identifier, args.limit, args.profile, args.min_similarity
+        )
+        profile = request.profile_for(store)
         results = search_memories(
             store, args.query, identifier=args.identifier, limit=args.limit, profile=profile
         )
@@ -154,7 +158,10 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     with existing_store(args) as store, store.reading():
-        profile = effective_profile(store, args.profile, min_similarity=args.min_similarity)
+        request = SearchRequest(
+            args.query, args.identifier, args.limit, args.profile, args.min_similarity
+        )
+        profile = request.profile_for(store)
         diagnosis = diagnose(
             store,
             args.query,

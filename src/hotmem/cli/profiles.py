@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from hotmem.cli.support import db_path, existing_store, print_json
-from hotmem.profiles import PROFILES, Profile
+from hotmem.retrieval.profiles import PROFILES, Profile, set_default_profile
 
 __all__ = ["cmd_profiles", "configure_profiles", "profile_summary"]
 
@@ -36,7 +36,7 @@ def cmd_profiles(args: argparse.Namespace) -> int:
     default: str | None = None
     if args.set_default is not None:
         with existing_store(args) as store:
-            store.set_default_profile(args.set_default)
+            set_default_profile(store, args.set_default)
             default = store.default_profile
     elif db_path(args).exists():  # the store's default, when there is a store
         with existing_store(args) as store:

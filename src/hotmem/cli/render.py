@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hotmem.diagnosis import Diagnosis
-from hotmem.profiles import DEFAULT_PROFILE, PROFILES, Profile
-from hotmem.search import Explanation, ScoreComponents, SearchResult
+from hotmem.retrieval.diagnosis import Diagnosis
+from hotmem.retrieval.profiles import DEFAULT_PROFILE, PROFILES, Profile
+from hotmem.retrieval.results import Explanation, ScoreComponents, SearchResult
 
 __all__ = ["diagnosis_lines", "rerank_line", "result_lines", "score_line"]
 

@@ -8,7 +8,7 @@ import math
 import os
 from pathlib import Path
 
-from hotmem.search import MAX_LIMIT
+from hotmem.retrieval.request import MAX_LIMIT
 from hotmem.store.memory_store import MemoryStore, open_store
 
 __all__ = [

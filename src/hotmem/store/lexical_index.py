@@ -11,10 +11,24 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator
+from typing import Literal
 
 from hotmem.store.fts import cjk_index_text
 
-__all__ = ["CHECK_CJK_INTEGRITY", "differences", "index_grams", "rebuild"]
+__all__ = [
+    "CHECK_CJK_INTEGRITY",
+    "TABLES",
+    "Table",
+    "differences",
+    "docsize_tokens",
+    "index_grams",
+    "rebuild",
+    "varints",
+]
+
+#: The two lexical indexes: the words of every fact, the CJK grams of the facts with any.
+Table = Literal["memories_fts", "memories_cjk"]
+TABLES: tuple[Table, ...] = ("memories_fts", "memories_cjk")
 
 # The CJK grams of one memory, by memory_id (its rowid was assigned by the insert before).
 _INSERT_BY_ID = (
@@ -76,3 +90,27 @@ def differences(connection: sqlite3.Connection) -> tuple[str, ...]:
         for kind, rowids in kinds
         if rowids
     )
+
+
+def docsize_tokens(sz: bytes) -> int:
+    """A docsize row's token count: one varint a column (one byte below 128 tokens)."""
+    return sz[0] if len(sz) == 1 else sum(varints(sz))
+
+
+def varints(blob: bytes) -> list[int]:
+    """The SQLite varints of ``blob`` (big-endian groups of seven bits; a ninth byte of eight)."""
+    values: list[int] = []
+    i = 0
+    while i < len(blob):
+        value = 0
+        for j in range(9):
+            byte = blob[i]
+            i += 1
+            if j == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        values.append(value)
+    return values

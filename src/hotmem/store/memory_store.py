@@ -8,10 +8,11 @@ every ``sqlite3.Error`` reaches the caller as a :class:`~hotmem.errors.StoreErro
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, get_args
@@ -20,19 +21,16 @@ from hotmem.embedding.registry import install_hint
 from hotmem.errors import MemoryNotFoundError, MissingExtraError, ValidationError
 from hotmem.fields import lookup_text, shown
 from hotmem.models import Clock, Memory, make_memory, memory_from_mapping, system_clock
-from hotmem.profiles import DEFAULT_PROFILE, resolve_profile
 from hotmem.progress import ProgressCallback
-from hotmem.store import inserts, lexical_index, schema, spaces, sqlerrors
+from hotmem.store import changes, inserts, lexical_index, schema, spaces, sqlerrors
 from hotmem.store import reindex as reindexing
 from hotmem.store import setup as storage
 from hotmem.store.inserts import ADD_BATCH
-from hotmem.store.rows import MEMORY_COLUMNS, damaged, memory_from_row
+from hotmem.store.rows import MEMORY_COLUMNS, memory_from_row
 from hotmem.store.space_methods import VectorSpaces
-from hotmem.vectors import DamagedRowError, VectorIndex
 
 if TYPE_CHECKING:
     from hotmem.snapshot.writer import SnapshotReport
-    from hotmem.space_scan import SpaceMatrix
 
 __all__ = ["MemoryStore", "open_store"]
 
@@ -78,6 +76,9 @@ def _accelerated(accelerator: object) -> bool:
 
 
 _DEFAULT_PROFILE_SQL = "SELECT value FROM hotmem_meta WHERE key = 'default_profile'"
+_DEFAULT_SPACES_SQL = "SELECT value FROM hotmem_meta WHERE key = 'default_profile_spaces'"
+#: The profile a store searches with until another is made its default.
+DEFAULT_PROFILE = "default"
 
 
 class MemoryStore(VectorSpaces):
@@ -94,13 +95,11 @@ class MemoryStore(VectorSpaces):
     ) -> None:
         self._path = os.fspath(path)
         self._model_dir = None if model_dir is None else os.fspath(model_dir)
-        self._matrices: dict[str, tuple[VectorIndex, SpaceMatrix]] = {}
         self._clock = clock
         self._busy_timeout = _checked_timeout(busy_timeout)
         self._accelerated = _accelerated(accelerator)
+        self._accelerator: Accelerator = accelerator
         self._connection = storage.connect(self._path, busy_timeout=self._busy_timeout)
-        self._index: VectorIndex | None = None
-        self._index_version: int | None = None
         try:
             storage.setup(self._connection, self._path, busy_timeout=self._busy_timeout)
         except BaseException:
@@ -112,6 +111,11 @@ class MemoryStore(VectorSpaces):
     def path(self) -> str:
         """The path this store was opened at (``":memory:"`` for an in-memory store)."""
         return self._path
+
+    @property
+    def accelerator(self) -> Accelerator:
+        """How searches may use numpy: ``"auto"``, ``"numpy"`` or ``"off"`` (``open_store``)."""
+        return self._accelerator
 
     @property
     def accelerated(self) -> bool:
@@ -133,8 +137,6 @@ class MemoryStore(VectorSpaces):
         """Close the database connection. The store cannot be used afterwards."""
         with sqlerrors.translated(self._path, "close", self._busy_timeout):
             self._connection.close()
-        self._index = None
-        self._matrices.clear()
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -182,7 +184,6 @@ class MemoryStore(VectorSpaces):
                 if connection.in_transaction:  # SQLite may have rolled back after an error
                     connection.execute("ROLLBACK")
                 raise
-        self._index = None
 
     # -- writes --------------------------------------------------------------------------------
     def add(
@@ -364,7 +365,7 @@ class MemoryStore(VectorSpaces):
     @property
     def default_profile(self) -> str:
         """The name of the profile a search runs when it names none (``"default"`` unless
-        :meth:`set_default_profile` chose another; kept in the store, not in its packages).
+        ``hotmem.set_default_profile`` chose another; kept in the store, not in its packages).
 
         Raises:
             StoreError: the store cannot be read.
@@ -373,20 +374,39 @@ class MemoryStore(VectorSpaces):
             row = connection.execute(_DEFAULT_PROFILE_SQL).fetchone()
         return DEFAULT_PROFILE if row is None else str(row[0])
 
-    def set_default_profile(self, name: str) -> None:
-        """Make the built-in profile ``name`` (``hotmem.PROFILES``) the store's default.
+    @property
+    def default_profile_spaces(self) -> tuple[str, ...]:
+        """The vector spaces the store's default profile searches (so that none is dropped).
 
         Raises:
-            ValidationError: no built-in profile has this name, or the profile needs a vector
-                space the store does not have (the message says how to build it).
+            StoreError: the store cannot be read.
+        """
+        with self.reading() as connection:
+            row = connection.execute(_DEFAULT_SPACES_SQL).fetchone()
+        if row is None:
+            return ()
+        names = json.loads(row[0])
+        return tuple(str(name) for name in names) if isinstance(names, list) else ()
+
+    def record_default_profile(self, name: str, spaces: Sequence[str]) -> None:
+        """Record ``name`` as the store's default profile, which searches ``spaces`` (each
+        checked to be a space of the store). ``hotmem.set_default_profile`` checks the name
+        and calls this; the store does not know the profiles.
+
+        Raises:
+            ValidationError: the store lacks one of ``spaces`` (the message says how to build
+                it).
             StoreError: the store cannot be written.
         """
-        for space in resolve_profile(name).spaces:  # refuses an unknown name
+        for space in spaces:
             self.space(space)
         with self._writing() as connection:
-            connection.execute(
-                "INSERT OR REPLACE INTO hotmem_meta (key, value) VALUES ('default_profile', ?)",
-                (name,),
+            connection.executemany(
+                "INSERT OR REPLACE INTO hotmem_meta (key, value) VALUES (?, ?)",
+                (
+                    ("default_profile", name),
+                    ("default_profile_spaces", json.dumps(list(spaces))),
+                ),
             )
 
     def identifiers(self) -> dict[str, int]:
@@ -435,6 +455,7 @@ class MemoryStore(VectorSpaces):
         """
         with self._writing() as connection:
             lexical_index.rebuild(connection)
+            connection.execute(changes.EVERY_MEMORY_CHANGED)
 
     def check_integrity(self) -> tuple[str, ...]:
         """What is wrong with the store's file, its lexical indexes and its vector spaces' vectors;
@@ -473,25 +494,6 @@ class MemoryStore(VectorSpaces):
         with self.reading() as connection:
             vectors = spaces.problems(connection)
         return problems + lexical_index.differences(self._connection) + vectors
-
-    def vector_index(self) -> VectorIndex:
-        """The in-memory vector index, reloaded when this or another connection wrote.
-
-        Whether another connection wrote is SQLite's ``PRAGMA data_version``, read in the
-        same read transaction as the index, so the index is that transaction's state.
-
-        Raises:
-            StoreError: the store cannot be read, or a row is damaged.
-        """
-        with self.reading() as connection:
-            version = connection.execute("PRAGMA data_version").fetchone()[0]
-            if self._index is None or version != self._index_version:
-                try:
-                    self._index = VectorIndex.load(connection)
-                except DamagedRowError as exc:
-                    raise damaged(self._path, exc.memory_id, exc.breach) from None
-                self._index_version = version
-            return self._index
 
 
 def open_store(

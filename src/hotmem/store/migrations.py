@@ -140,11 +140,57 @@ END"""
     )
 
 
+def _change_log(connection: sqlite3.Connection) -> None:
+    """4 -> 5: the change log search indexes refresh from (``changes.py``). Deleting or
+    rewriting a memory records its rowid; the log starts with a change to every memory, so
+    an index made before the migration reloads. The default profile's spaces are recorded."""
+    connection.execute(
+        """CREATE TABLE IF NOT EXISTS hotmem_changes (
+    seq           INTEGER PRIMARY KEY,
+    memory_rowid  INTEGER
+)"""
+    )
+    for trigger in ("memories_changes_delete", "memories_changes_update", "hotmem_changes_prune"):
+        connection.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    connection.execute(
+        """CREATE TRIGGER memories_changes_delete AFTER DELETE ON memories
+BEGIN
+    INSERT INTO hotmem_changes (memory_rowid) VALUES (old.rowid);
+END"""
+    )
+    connection.execute(
+        """CREATE TRIGGER memories_changes_update AFTER UPDATE ON memories
+BEGIN
+    INSERT INTO hotmem_changes (memory_rowid) VALUES (old.rowid);
+    INSERT INTO hotmem_changes (memory_rowid) SELECT new.rowid WHERE new.rowid != old.rowid;
+END"""
+    )
+    connection.execute(
+        """CREATE TRIGGER hotmem_changes_prune AFTER INSERT ON hotmem_changes
+WHEN new.seq % 4096 = 0 BEGIN
+    DELETE FROM hotmem_changes WHERE seq <= new.seq - 65536;
+END"""
+    )
+    connection.execute("INSERT INTO hotmem_changes (memory_rowid) VALUES (NULL)")
+    # The spaces of the store's default profile, recorded beside its name (the store no longer
+    # knows the profiles): those of version 4's built-in semantic profiles.
+    row = connection.execute(
+        "SELECT value FROM hotmem_meta WHERE key = 'default_profile'"
+    ).fetchone()
+    if row is not None:
+        semantic = row[0] in ("semantic", "semantic-only", "semantic+mmr")
+        connection.execute(
+            "INSERT OR REPLACE INTO hotmem_meta (key, value) VALUES ('default_profile_spaces', ?)",
+            ('["all-minilm-l6-v2"]' if semantic else "[]",),
+        )
+
+
 #: from-version -> the migration to the next version.
 MIGRATIONS: dict[int, Migration] = {
     1: _defer_fts_during_bulk_writes,
     2: _stemmed_words_and_cjk_grams,
     3: _vector_spaces,
+    4: _change_log,
 }
 
 

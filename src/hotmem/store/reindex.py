@@ -19,7 +19,7 @@ from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.embedding.registry import Embedder, get_embedder, install_hint
 from hotmem.errors import MissingExtraError, StoreError, ValidationError
 from hotmem.progress import ProgressCallback
-from hotmem.store import spaces
+from hotmem.store import changes, spaces
 from hotmem.store.spaces import VectorSpace
 
 __all__ = ["REINDEX_BATCH", "embedder_for", "reindex", "space_embedders"]
@@ -141,6 +141,7 @@ def reindex(
         with writing() as connection:
             connection.execute("DELETE FROM space_vectors WHERE space = ?", (space.name,))
             spaces.write_space(connection, space)
+            connection.execute(changes.EVERY_MEMORY_CHANGED)
     with reading() as connection:
         total = _count_missing(connection, space.name)
     written = 0
@@ -165,6 +166,7 @@ def reindex(
             }
             rows = [(r, v) for r, v in zip(rowids, vectors, strict=True) if r in alive]
             spaces.insert_vectors(connection, space.name, rows)
+            changes.log_changed(connection, [rowid for rowid, _ in rows])
         written += len(rows)
         if progress is not None:
             progress(written, total)

@@ -17,6 +17,8 @@ from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME
 from hotmem.store.fts import CJK_TOKENIZER, FTS_TOKENIZER, LEXICAL_INDEX
 
 __all__ = [
+    "CHANGES_KEPT",
+    "CHANGES_PRUNE",
     "CHECK_FTS_INTEGRITY",
     "CJK_SHADOW_TABLES",
     "CREATE_FTS_TRIGGERS",
@@ -37,7 +39,8 @@ __all__ = [
 #: Version 2: the FTS insert trigger defers to ``hotmem_fts_deferred`` during bulk writes.
 #: Version 3: the porter stemmer in ``memories_fts`` and the CJK gram index ``memories_cjk``.
 #: Version 4: named vector spaces (``vector_spaces``) and their vectors (``space_vectors``).
-SCHEMA_VERSION = 4
+#: Version 5: the change log (``hotmem_changes``) search indexes refresh from.
+SCHEMA_VERSION = 5
 
 #: name -> CREATE statement of every table and index, in creation order.
 TABLES = {
@@ -90,6 +93,14 @@ TABLES = {
     "memories_cjk": (
         f"CREATE VIRTUAL TABLE memories_cjk USING fts5 (grams, tokenize = '{CJK_TOKENIZER}')"
     ),
+    # What changed in the memories other than new rows (which have rowids past any reader's),
+    # for search indexes to refresh from (``changes.py``): one row per memory deleted or
+    # rewritten, or a NULL memory_rowid for a change to every memory (a rebuilt index).
+    # Derived bookkeeping: never in a package; pruned to its last CHANGES_KEPT rows.
+    "hotmem_changes": """CREATE TABLE hotmem_changes (
+    seq           INTEGER PRIMARY KEY,
+    memory_rowid  INTEGER
+)""",
 }
 CREATE_TABLES = tuple(TABLES.values())
 
@@ -107,6 +118,10 @@ RESUME_FTS = "DELETE FROM hotmem_fts_deferred"
 INDEX_ROWS_AFTER = (
     "INSERT INTO memories_fts (rowid, fact) SELECT rowid, fact FROM memories WHERE rowid > ?"
 )
+
+#: The change log keeps its last CHANGES_KEPT rows, pruned every CHANGES_PRUNE rows.
+CHANGES_KEPT = 65_536
+CHANGES_PRUNE = 4_096
 
 #: name -> CREATE statement of every trigger (they keep ``memories_fts``, ``memories_cjk`` and
 #: ``space_vectors`` in sync with the memories).
@@ -126,6 +141,21 @@ END""",
 BEGIN
     INSERT INTO memories_fts (memories_fts, rowid, fact) VALUES ('delete', old.rowid, old.fact);
     INSERT INTO memories_fts (rowid, fact) VALUES (new.rowid, new.fact);
+END""",
+    "memories_changes_delete": """CREATE TRIGGER memories_changes_delete AFTER DELETE ON memories
+BEGIN
+    INSERT INTO hotmem_changes (memory_rowid) VALUES (old.rowid);
+END""",
+    "memories_changes_update": """CREATE TRIGGER memories_changes_update AFTER UPDATE ON memories
+BEGIN
+    INSERT INTO hotmem_changes (memory_rowid) VALUES (old.rowid);
+    INSERT INTO hotmem_changes (memory_rowid) SELECT new.rowid WHERE new.rowid != old.rowid;
+END""",
+    # Every CHANGES_PRUNE rows, the rows older than the last CHANGES_KEPT go: a reader that far
+    # behind reloads its index whole (``changes.changed_since`` says so).
+    "hotmem_changes_prune": f"""CREATE TRIGGER hotmem_changes_prune AFTER INSERT ON hotmem_changes
+WHEN new.seq % {CHANGES_PRUNE} = 0 BEGIN
+    DELETE FROM hotmem_changes WHERE seq <= new.seq - {CHANGES_KEPT};
 END""",
 }
 FTS_TRIGGERS = tuple(TRIGGERS.values())

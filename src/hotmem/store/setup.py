@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from hotmem.errors import StoreError
-from hotmem.store import lexical_index, schema, spaces
+from hotmem.store import changes, lexical_index, schema, spaces
 from hotmem.store.migrations import migrate
 from hotmem.store.sqlerrors import translated
 
@@ -255,7 +255,14 @@ def _reinitialise(connection: sqlite3.Connection, found: Inspection) -> None:
         if index in found.objects:
             connection.execute(f"DROP TABLE {index}")  # and its shadow tables
     leftovers = (*schema.FTS_SHADOW_TABLES, *schema.CJK_SHADOW_TABLES)
-    tables = ("hotmem_fts_deferred", "space_vectors", "vector_spaces", "memories", "hotmem_meta")
+    tables = (
+        "hotmem_fts_deferred",
+        "hotmem_changes",
+        "space_vectors",
+        "vector_spaces",
+        "memories",
+        "hotmem_meta",
+    )
     for name in (*leftovers, *tables):
         connection.execute(f"DROP TABLE IF EXISTS {name}")
     initialise(connection)
@@ -290,6 +297,7 @@ def _complete(connection: sqlite3.Connection, found: Inspection) -> None:
             connection.execute(sql)
     if stale:
         lexical_index.rebuild(connection)
+    connection.execute(changes.EVERY_MEMORY_CHANGED)  # derived data may have been rebuilt
     connection.execute(schema.RESUME_FTS)
     if not any(space.name == spaces.HASH_SPACE.name for space in spaces.read_spaces(connection)):
         spaces.write_space(connection, spaces.HASH_SPACE)

@@ -16,15 +16,10 @@ from typing import TYPE_CHECKING
 from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.embedding.registry import get_embedder
 from hotmem.errors import ValidationError
-from hotmem.profiles import resolve_profile
 from hotmem.progress import ProgressCallback
+from hotmem.store import changes, spaces
 from hotmem.store import reindex as reindexing
-from hotmem.store import spaces
 from hotmem.store.spaces import VectorSpace
-from hotmem.vectors import VectorIndex
-
-if TYPE_CHECKING:
-    from hotmem.space_scan import SpaceMatrix
 
 __all__ = ["VectorSpaces"]
 
@@ -34,7 +29,6 @@ class VectorSpaces:
 
     _path: str
     _model_dir: str | None
-    _matrices: dict[str, tuple[VectorIndex, SpaceMatrix]]
 
     if TYPE_CHECKING:  # provided by MemoryStore
 
@@ -42,10 +36,11 @@ class VectorSpaces:
 
         def _writing(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
-        def vector_index(self) -> VectorIndex: ...
-
         @property
         def default_profile(self) -> str: ...
+
+        @property
+        def default_profile_spaces(self) -> tuple[str, ...]: ...
 
     @property
     def spaces(self) -> tuple[VectorSpace, ...]:
@@ -175,31 +170,12 @@ class VectorSpaces:
         self.space(name)
         if name == MODEL_NAME:
             raise ValidationError(f"the vector space {MODEL_NAME!r} cannot be dropped")
-        default = self.default_profile
-        if name in resolve_profile(default).spaces:
+        if name in self.default_profile_spaces:
             raise ValidationError(
-                f"the store's default profile {default!r} searches the vector space {name!r}; "
-                "make another profile the default first (store.set_default_profile('default'))"
+                f"the store's default profile {self.default_profile!r} searches the vector "
+                f"space {name!r}; make another profile the default first "
+                "(hotmem.set_default_profile(store, 'default'))"
             )
         with self._writing() as connection:
             spaces.delete_space(connection, name)
-
-    def space_matrix(self, name: str) -> SpaceMatrix:
-        """The vectors of the space ``name`` as a matrix in :meth:`vector_index` order, loaded
-        with the index and kept until the store changes (numpy: the space's extra).
-
-        Raises:
-            ValidationError: the store has no such space.
-            StoreError: a memory lacks a vector in it (not yet indexed), or a row is damaged.
-        """
-        from hotmem.space_scan import load_matrix  # numpy loads on first use
-
-        with self.reading() as connection:
-            index = self.vector_index()
-            cached = self._matrices.get(name)
-            if cached is not None and cached[0] is index:
-                return cached[1]
-            found = self.space(name)
-            matrix = load_matrix(connection, found, index, self._path)
-            self._matrices = {name: (index, matrix)}  # one space at a time: they are large
-            return matrix
+            connection.execute(changes.EVERY_MEMORY_CHANGED)

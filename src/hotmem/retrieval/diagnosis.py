@@ -23,17 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from hotmem.errors import ValidationError
-from hotmem.fusion import Weights
-from hotmem.profiles import Profile
-from hotmem.search import (
-    MAX_LIMIT,
-    Explanation,
-    SearchResult,
-    effective_profile,
-    explain,
-    search_memories,
-)
+from hotmem.retrieval.fusion import Weights
+from hotmem.retrieval.profiles import Profile
+from hotmem.retrieval.request import MAX_LIMIT, SearchRequest
+from hotmem.retrieval.results import Explanation, SearchResult
+from hotmem.retrieval.search import explain, search_memories
 from hotmem.store.memory_store import MemoryStore
 
 __all__ = ["COSINE_TOLERANCE", "VERDICTS", "Diagnosis", "Verdict", "diagnose"]
@@ -162,10 +156,9 @@ def diagnose(
         ValidationError: an argument has the wrong type or is out of range.
         StoreError: the store cannot be read, or is damaged.
     """
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise ValidationError(f"limit must be an integer in 1..{MAX_LIMIT}; found limit={limit!r}")
+    request = SearchRequest(query, identifier, limit, profile, min_similarity, weights)
     with store.reading():
-        chosen = effective_profile(store, profile, min_similarity=min_similarity, weights=weights)
+        chosen = request.profile_for(store)
         floor = None if chosen.vector is None else chosen.vector.floor
         explanation = explain(store, query, memory_id, identifier=identifier, profile=chosen)
         verdict, detail = _verdict(explanation, identifier, chosen)

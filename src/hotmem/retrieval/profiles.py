@@ -33,13 +33,16 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.embedding.registry import SEMANTIC_MODEL
 from hotmem.errors import ValidationError
-from hotmem.fusion import MIN_SIMILARITY, WEIGHTS, Weights
-from hotmem.rerank import MMR, Reranker, reranker_from_mapping
+from hotmem.retrieval.fusion import MIN_SIMILARITY, WEIGHTS, Weights
+from hotmem.retrieval.rerank import MMR, Reranker, reranker_from_mapping
+
+if TYPE_CHECKING:
+    from hotmem.store.memory_store import MemoryStore
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -53,6 +56,7 @@ __all__ = [
     "VectorChannel",
     "customised",
     "resolve_profile",
+    "set_default_profile",
 ]
 
 Fusion = Literal["weighted", "rrf"]
@@ -383,3 +387,17 @@ def resolve_profile(profile: str | Profile | None, *, default: str = DEFAULT_PRO
             "or a hotmem.Profile"
         )
     return PROFILES[profile]
+
+
+def set_default_profile(store: MemoryStore, name: str) -> None:
+    """Make the built-in profile ``name`` (``hotmem.PROFILES``) the default of ``store``: the
+    profile its searches run when they name none (``store.default_profile``).
+
+    Raises:
+        ValidationError: no built-in profile has this name, or the profile needs a vector
+            space the store does not have (the message says how to build it).
+        StoreError: the store cannot be written.
+    """
+    if not isinstance(name, str):
+        raise ValidationError(f"a default profile is named by a string; found {name!r}")
+    store.record_default_profile(name, resolve_profile(name).spaces)

@@ -14,23 +14,21 @@ top ``pool`` in fused order, at each step it picks the remaining memory with the
 order, itself by score and then memory_id). ``rel`` is the fused score divided by the largest
 score the profile's fusion can give (``search.score_ceiling``: 1.0 for ``default``'s weights,
 whose sum is 1), so that ``lambda`` weighs relevance against similarity on the same [0, 1]
-scale whatever the weights or the fusion method. The cosine is measured in ``space``:
-``hotmem-hash-v1`` from the vectors the store's index already holds, another space (the
-semantic one) from its matrix, which search passes in (``vectors=``).
+scale whatever the weights or the fusion method. The cosine is measured in ``space``, from the
+search index's vectors of that space (search passes them in, ``vectors=``), with the cosine of
+the hash space's definition, ``1 - |a - b|² / 2`` of unit vectors (:func:`cosine`).
 ``docs/ranking.md`` works an example.
 """
 
 from __future__ import annotations
 
 import math
-import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME, VECTOR_BYTES
+from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.errors import ValidationError
-from hotmem.vectors import VectorIndex, cosine
 
 __all__ = [
     "DEFAULT_LAMBDA",
@@ -38,8 +36,8 @@ __all__ = [
     "MAX_POOL",
     "MMR",
     "RERANKERS",
-    "SPACE_VECTORS",
     "Reranker",
+    "cosine",
     "mmr_order",
     "reranked",
     "reranker_from_mapping",
@@ -49,7 +47,6 @@ __all__ = [
 DEFAULT_LAMBDA = 0.9
 DEFAULT_POOL = 20
 MAX_POOL = 1000
-_FORMAT = struct.Struct(f"<{DIMENSION}f")
 _FIELDS = ("kind", "lambda", "pool", "space")
 
 
@@ -164,54 +161,34 @@ def mmr_order(
     return order
 
 
-def _hash_vectors(index: VectorIndex, positions: Sequence[int]) -> list[tuple[float, ...]]:
-    """The stored hotmem-hash-v1 vectors of ``positions``, from the loaded index."""
-    return [_FORMAT.unpack_from(index.vectors, p * VECTOR_BYTES) for p in positions]
-
-
-#: space -> its vectors by position. A store's other spaces (``store.spaces``) get an entry
-#: when search can read them; until then asking for one is a ValidationError (``search``).
-SPACE_VECTORS: Mapping[str, Callable[[VectorIndex, Sequence[int]], list[tuple[float, ...]]]] = {
-    MODEL_NAME: _hash_vectors
-}
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """The cosine of two unit vectors as search computes a hash cosine: ``1 - |a - b|² / 2``
+    (``math.dist`` in double precision), 0 when either is the zero vector."""
+    if not any(a) or not any(b):
+        return 0.0
+    distance = math.dist(a, b)
+    return 1.0 - distance * distance / 2.0
 
 
 def reranked(
-    index: VectorIndex,
     top: list[tuple[float, int]],
     reranker: Reranker,
     *,
     ceiling: float,
-    vectors: Callable[[Sequence[int]], list[tuple[float, ...]]] | None = None,
+    vectors: Callable[[Sequence[int]], list[tuple[float, ...]]],
 ) -> list[tuple[float, int]]:
     """``top`` (``(score, position)`` in fused order) with its first ``reranker.pool`` entries
     in MMR order and the rest after them, unchanged; scores stay the fused scores.
 
     Args:
-        index: the loaded vector index the positions belong to.
         top: the fused ranking, at least the true top ``pool`` when that many are candidates.
         reranker: the MMR parameters.
         ceiling: the largest score the profile's fusion can give; ``rel = score / ceiling``
             (the score itself when the ceiling is not positive).
-        vectors: the vectors of positions in the reranker's space, for a space other than
-            those of ``SPACE_VECTORS`` (unit vectors, so that the cosine is
-            ``1 - |a - b|² / 2`` as for hash vectors).
-
-    Raises:
-        ValidationError: the reranker's space cannot be read by this HotMem.
+        vectors: the vectors of positions in the reranker's space (unit vectors).
     """
     pool, rest = top[: reranker.pool], top[reranker.pool :]
-    positions = [p for _, p in pool]
-    read = SPACE_VECTORS.get(reranker.space)
-    if read is not None:
-        found = read(index, positions)
-    elif vectors is not None:
-        found = vectors(positions)
-    else:
-        raise ValidationError(
-            f"the mmr reranker needs the vector space {reranker.space!r}; "
-            f"it can read {', '.join(SPACE_VECTORS)} without a store's matrix"
-        )
+    found = vectors([p for _, p in pool])
     rels = [score / ceiling if ceiling > 0 else score for score, _ in pool]
     order = mmr_order(rels, lambda i, j: cosine(found[i], found[j]), reranker.lambda_)
     return [pool[i] for i in order] + rest

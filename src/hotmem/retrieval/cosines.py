@@ -1,0 +1,82 @@
+"""The exact cosines search scores with: the definition both engines compute.
+
+**hotmem-hash-v1.** Stored and query vectors are unit vectors rounded to float32, so the cosine
+is ``1 - d² / 2`` with ``d = math.dist(memory, query)`` in double precision; 0 for a zero
+vector (a text without letters or numbers). It differs from the textbook cosine of the stored
+values by less than 1e-6, and the same vectors always give the same bits.
+
+**Another space** (``all-minilm-l6-v2``): the float64 sum of products of the stored and query
+vectors, both unit vectors rounded to float32, summed by numpy along the row (its pairwise sum,
+the same bits for a row alone or among others): :func:`space_cosines`, which needs numpy (as
+such a space's embedder does).
+
+**Confirmation rule.** The numpy engine scores a scope with one float32 matrix product. Each
+product is within ``MARGIN`` (1e-4) of the exact cosine: for unit float32 vectors of at most
+1,024 values, a float32 dot product is within ``d * 2**-24`` (6.1e-5) of the real one, and the
+real one within 1e-6 of either definition above. A position gets its exact cosine whenever its
+product, moved by ``MARGIN``, could change what it is compared with (a floor, a gate, the
+k-th score): so every value a search returns or compares is exact.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Sequence
+from itertools import repeat
+from typing import TYPE_CHECKING, Any
+
+from hotmem.embedding.hash_v1 import DIMENSION, VECTOR_BYTES
+
+if TYPE_CHECKING:
+    from hotmem.retrieval.index import SearchIndex
+
+__all__ = ["MARGIN", "MAX_DIMENSION", "hash_cosine", "hash_cosines", "space_cosines"]
+
+MARGIN = 1e-4
+#: The largest dimension ``MARGIN`` is derived for.
+MAX_DIMENSION = 1024
+_VECTOR = struct.Struct(f"={DIMENSION}f")
+_CHUNK = 1024  # rows widened to float64 at a time (3 MB for 384 values)
+
+
+def hash_cosine(vector: Sequence[float], query: Sequence[float]) -> float:
+    """``1 - |vector - query|² / 2`` (the query is not the zero vector; the memory's is not)."""
+    distance = math.dist(vector, query)
+    return 1.0 - distance * distance / 2.0
+
+
+def hash_cosines(
+    index: SearchIndex, positions: Sequence[int], query: tuple[float, ...]
+) -> list[float]:
+    """The exact hash cosine of each of ``positions`` (0.0 for a zero vector or query)."""
+    if not any(query):
+        return [0.0] * len(positions)
+    buffer = memoryview(index.vectors).cast("B")
+    if len(positions) == len(index.rowids) and (
+        not positions or positions[-1] == len(positions) - 1
+    ):
+        vectors: Any = _VECTOR.iter_unpack(buffer)  # the whole index, in order
+    else:
+        unpack = _VECTOR.unpack_from
+        vectors = (unpack(buffer, p * VECTOR_BYTES) for p in positions)
+    values = [1.0 - d * d / 2.0 for d in map(math.dist, vectors, repeat(query))]
+    zero = index.zero
+    if zero:
+        for i, p in enumerate(positions):
+            if p in zero:
+                values[i] = 0.0
+    return values
+
+
+def space_cosines(rows: Any, query: Any) -> Any:
+    """The exact cosines of ``rows`` (an ``n x d`` float32 array of unit vectors) with
+    ``query`` (float64), a chunk of rows at a time (each row's sum is its own: chunking changes
+    no bit)."""
+    import numpy as np  # a space other than hash-v1 has numpy with its embedder
+
+    values = np.empty(len(rows), dtype=np.float64)
+    for start in range(0, len(rows), _CHUNK):
+        chunk = rows[start : start + _CHUNK]
+        values[start : start + len(chunk)] = (chunk.astype(np.float64) * query).sum(axis=1)
+    return values

@@ -1,0 +1,175 @@
+"""One query made ready for an engine: its scope, its phrases with their postings and IDF,
+its vector. The same value feeds both engines, so they read the same inputs.
+
+A query term is the phrase of the tokens FTS5's tokenizer makes of it (``tokens.py``): one
+token, looked up in the postings (``index.py``); several (a character FTS5 does not count as
+part of a word inside a term), scored by FTS5 itself for that phrase alone, which is the share
+the phrase adds to ``bm25()``; none, nothing (FTS5 matches no row with an empty phrase).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from array import array
+from dataclasses import dataclass
+
+from hotmem.embedding.hash_v1 import MODEL_NAME, embed
+from hotmem.errors import StoreError
+from hotmem.retrieval.fusion import Rule, Weights
+from hotmem.retrieval.index import SearchIndex, SpaceColumn
+from hotmem.retrieval.postings import Postings, idf
+from hotmem.retrieval.profiles import Profile
+from hotmem.retrieval.query import lexical_query, match_expression
+from hotmem.retrieval.tokens import tokenizer
+from hotmem.store import changes
+from hotmem.store.lexical_index import Table
+
+__all__ = ["Phrase", "Prepared", "VectorQuery", "prepare", "rule_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class Phrase:
+    """One phrase of the query in one lexical index, ready to score.
+
+    Attributes:
+        table: the index.
+        postings: a one-token phrase's postings (``None`` for a phrase of several tokens).
+        scores: a phrase of several tokens: position -> the share FTS5 gives it.
+        idf: a one-token phrase's IDF (FTS5's, over the whole index).
+        avgdl: the index's tokens a row.
+        lengths: each position's token count in the index.
+    """
+
+    table: Table
+    postings: Postings | None
+    scores: dict[int, float] | None
+    idf: float
+    avgdl: float
+    lengths: array[int]
+
+
+@dataclass(frozen=True, slots=True)
+class VectorQuery:
+    """The query's vector in the profile's space: ``hotmem-hash-v1`` (``space`` is ``None``:
+    the index's own vectors) or another space's column and the query's packed vector."""
+
+    values: tuple[float, ...]
+    space: SpaceColumn | None = None
+    packed: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What an engine reads for one query (module docstring)."""
+
+    index: SearchIndex
+    connection: sqlite3.Connection
+    scope: list[int]
+    whole: bool
+    rule: Rule
+    phrases: tuple[Phrase, ...]
+    vector: VectorQuery | None
+
+    def names(self, positions: object) -> dict[int, str]:
+        """position -> memory_id (``fusion.Names``)."""
+        return self.index.names(self.connection, positions)  # type: ignore[arg-type]
+
+
+def rule_of(profile: Profile) -> Rule:
+    """Who is a candidate under ``profile`` and how candidates are weighed."""
+    vector, words = profile.vector, profile.lexical
+    weights = Weights(
+        cosine=0.0 if vector is None else vector.weight,
+        bm25=0.0 if words is None else words.weight,
+        importance=profile.importance,
+    )
+    return Rule(
+        weights, None if vector is None else vector.floor, None if words is None else words.gate
+    )
+
+
+def _phrases(index: SearchIndex, connection: sqlite3.Connection, text: str) -> tuple[Phrase, ...]:
+    query = lexical_query(text)
+    found: list[Phrase] = []
+    tables: tuple[tuple[Table, tuple[str, ...]], ...] = (
+        ("memories_fts", query.words),
+        ("memories_cjk", query.grams),
+    )
+    for table, terms in tables:
+        column = index.lexical[table]
+        for term in terms:
+            tokens = tokenizer(table).phrase(term)
+            if len(tokens) == 1:
+                postings = index.postings(connection, table, tokens[0])
+                hits = postings.hits(index.live, index.deaths)
+                if hits:
+                    weight = idf(column.rows, hits)
+                    found.append(
+                        Phrase(table, postings, None, weight, column.avgdl, column.lengths)
+                    )
+            elif tokens:
+                expression = match_expression([term]) or ""
+                scores = changes.phrase_scores(connection, table, expression)
+                by_position = {
+                    index.position[r]: s for r, s in scores.items() if r in index.position
+                }
+                if by_position:
+                    found.append(
+                        Phrase(table, None, by_position, 0.0, column.avgdl, column.lengths)
+                    )
+    return tuple(found)
+
+
+def _vector(
+    index: SearchIndex,
+    connection: sqlite3.Connection,
+    text: str,
+    profile: Profile,
+    embedder: object,
+) -> VectorQuery | None:
+    if profile.vector is None:
+        return None
+    if profile.vector.space == MODEL_NAME:
+        return VectorQuery(embed(text))
+    packed: bytes = embedder.embed_many([text])[0]  # type: ignore[attr-defined]
+    dimension = len(packed) // 4
+    column = index.space(connection, profile.vector.space, dimension)
+    return VectorQuery((), column, packed)
+
+
+def prepare(
+    index: SearchIndex,
+    connection: sqlite3.Connection,
+    text: str,
+    identifier: str | None,
+    profile: Profile,
+    embedder: object = None,
+) -> Prepared:
+    """The query ``text`` over ``identifier``'s memories (every memory for ``None``), made
+    ready for an engine under ``profile`` (``embedder``: the embedder of the profile's space,
+    when it is not hotmem-hash-v1).
+
+    Raises:
+        StoreError: the profile's space lacks the vector of a memory in scope (an interrupted
+            reindex), or the store's index is damaged.
+    """
+    scope = index.scope(identifier)
+    vector = _vector(index, connection, text, profile, embedder)
+    if vector is not None and vector.space is not None and vector.space.missing:
+        space = vector.space
+        missing = len(space.missing)
+        raise StoreError(
+            f"store {index.target!r}: the vector space {space.name!r} is not built for "
+            f"{missing} of {index.size} memories (an interrupted reindex); complete it with "
+            f"`hotmem reindex --space {space.name}`"
+        )
+    phrases = _phrases(index, connection, text) if profile.lexical is not None else ()
+    return Prepared(
+        index=index,
+        connection=connection,
+        scope=scope,
+        whole=identifier is None,
+        rule=rule_of(profile),
+        phrases=phrases,
+        vector=vector,
+    )

@@ -1,0 +1,114 @@
+"""The reference engine: the ranking's definition, computed plainly with the standard library.
+
+Every memory in scope gets its exact cosine (``cosines.py``) and its raw BM25 (``postings.py``,
+each index's phrases added in query order, the word index's sum first), and then fusion
+decides (``fusion.py``). It is the engine of a store without numpy and of small scopes, and the
+oracle the numpy engine is tested against (``tests/hotmem/retrieval/test_engines.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hotmem.retrieval.cosines import hash_cosines, space_cosines
+from hotmem.retrieval.fusion import Rule, normalise_bm25, top, weighted
+from hotmem.retrieval.postings import share
+from hotmem.retrieval.prepared import Prepared
+from hotmem.store.lexical_index import TABLES
+
+__all__ = ["ReferenceChannels", "cosines_of", "raw_scores"]
+
+
+def cosines_of(prepared: Prepared, positions: Sequence[int]) -> list[float]:
+    """The exact cosines of ``positions`` (in scope or not; 0.0 without a vector channel)."""
+    vector = prepared.vector
+    if vector is None:
+        return [0.0] * len(positions)
+    if vector.space is None:
+        return hash_cosines(prepared.index, positions, vector.values)
+    import numpy as np  # a space other than hash-v1 has numpy with its embedder
+
+    space = vector.space
+    rows = np.frombuffer(space.values, dtype=np.float32).reshape(-1, space.dimension)
+    query = np.frombuffer(vector.packed, dtype="<f4").astype(np.float64)
+    picked = rows[np.asarray(positions, dtype=np.int64)]
+    values: list[float] = space_cosines(picked, query).tolist()
+    return values
+
+
+def raw_scores(prepared: Prepared, scope: Sequence[int]) -> dict[int, float]:
+    """position -> raw BM25 of every lexical match among ``scope``."""
+    chosen = set(scope)
+    found: dict[int, float] = {}
+    for table in TABLES:
+        sums: dict[int, float] = {}
+        for phrase in prepared.phrases:
+            if phrase.table != table:
+                continue
+            if phrase.scores is not None:
+                for p, value in phrase.scores.items():
+                    if p in chosen:
+                        sums[p] = sums.get(p, 0.0) + value
+                continue
+            assert phrase.postings is not None
+            lengths, weight, avgdl = phrase.lengths, phrase.idf, phrase.avgdl
+            postings = phrase.postings
+            for p, f in zip(postings.positions, postings.frequencies, strict=True):
+                if p in chosen:
+                    value = share(weight, avgdl, float(f), float(lengths[p]))
+                    sums[p] = sums.get(p, 0.0) + value
+        for p, value in sums.items():
+            found[p] = found.get(p, 0.0) + value
+    return found
+
+
+class ReferenceChannels:
+    """Both channels of one query over its scope, exactly (``search.Channels``)."""
+
+    def __init__(self, prepared: Prepared) -> None:
+        self.prepared = prepared
+        self.scope = prepared.scope
+        self._in_scope = set(self.scope)
+        self.raws = raw_scores(prepared, self.scope)
+        self.best = max(self.raws.values(), default=0.0)
+        self.cosines = dict(zip(self.scope, cosines_of(prepared, self.scope), strict=True))
+
+    def cosine(self, position: int) -> float:
+        """The exact cosine of ``position`` (in scope or not; 0.0 without a vector channel)."""
+        found = self.cosines.get(position)
+        if found is None:
+            [found] = cosines_of(self.prepared, [position])
+        return found
+
+    def raw(self, position: int) -> float | None:
+        """The raw BM25 of ``position`` when it is a lexical match in scope."""
+        return self.raws.get(position)
+
+    def in_scope(self, position: int) -> bool:
+        """Whether ``position`` is searched."""
+        return position in self._in_scope
+
+    def weighted_top(self, rule: Rule, limit: int) -> list[tuple[float, int]]:
+        """The ``limit`` best candidates by weighted fusion, ``(score, position)``."""
+        importances, raws, best = self.prepared.index.importances, self.raws, self.best
+        scored = []
+        for p in self.scope:
+            c, raw = self.cosines[p], raws.get(p)
+            if rule.admits(c, raw is not None):
+                score = weighted(rule.weights, c, normalise_bm25(raw, best), importances[p])
+                scored.append((score, p))
+        return top(scored, limit, self.prepared.names)
+
+    def channel_lists(self, rule: Rule, depth: int) -> tuple[list[int], list[int]]:
+        """Each channel's ranked positions for reciprocal-rank fusion, cut at ``depth``: the
+        vector channel's (``cosine >= floor``) by cosine, the lexical channel's (a match the
+        gate admits) by raw BM25, ties by memory_id in both."""
+        vector: list[tuple[float, int]] = []
+        if rule.floor is not None and self.prepared.vector is not None:
+            vector = [(c, p) for p, c in self.cosines.items() if c >= rule.floor]
+        gate = rule.gate
+        words = [
+            (raw, p) for p, raw in self.raws.items() if gate is None or self.cosines[p] >= gate
+        ]
+        names = self.prepared.names
+        return [p for _, p in top(vector, depth, names)], [p for _, p in top(words, depth, names)]
