@@ -23,27 +23,22 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
-from hotmem.embedding.hash_v1 import DIMENSION, VECTOR_BYTES
+from hotmem.embedding.hash_v1 import DIMENSION
 
 if TYPE_CHECKING:
     from hotmem.retrieval.index import SearchIndex
+    from hotmem.retrieval.rows import Rows
 
-__all__ = ["MARGIN", "MAX_DIMENSION", "hash_cosine", "hash_cosines", "space_cosines"]
+__all__ = ["MARGIN", "MAX_DIMENSION", "hash_cosines", "matrix", "products", "space_cosines"]
 
 MARGIN = 1e-4
 #: The largest dimension ``MARGIN`` is derived for.
 MAX_DIMENSION = 1024
-_VECTOR = struct.Struct(f"={DIMENSION}f")
+_VECTOR = struct.Struct(f"<{DIMENSION}f")
 _CHUNK = 1024  # rows widened to float64 at a time (3 MB for 384 values)
-
-
-def hash_cosine(vector: Sequence[float], query: Sequence[float]) -> float:
-    """``1 - |vector - query|² / 2`` (the query is not the zero vector; the memory's is not)."""
-    distance = math.dist(vector, query)
-    return 1.0 - distance * distance / 2.0
 
 
 def hash_cosines(
@@ -52,14 +47,13 @@ def hash_cosines(
     """The exact hash cosine of each of ``positions`` (0.0 for a zero vector or query)."""
     if not any(query):
         return [0.0] * len(positions)
-    buffer = memoryview(index.vectors).cast("B")
-    if len(positions) == len(index.rowids) and (
-        not positions or positions[-1] == len(positions) - 1
-    ):
-        vectors: Any = _VECTOR.iter_unpack(buffer)  # the whole index, in order
+    rows = index.vectors
+    if len(positions) == len(rows) and (not positions or positions[-1] == len(positions) - 1):
+        # the whole index, in order
+        vectors: Any = chain.from_iterable(_VECTOR.iter_unpack(s) for _, s in rows.segments())
     else:
         unpack = _VECTOR.unpack_from
-        vectors = (unpack(buffer, p * VECTOR_BYTES) for p in positions)
+        vectors = (unpack(*rows.row(p)) for p in positions)
     values = [1.0 - d * d / 2.0 for d in map(math.dist, vectors, repeat(query))]
     zero = index.zero
     if zero:
@@ -67,6 +61,40 @@ def hash_cosines(
             if p in zero:
                 values[i] = 0.0
     return values
+
+
+def matrix(rows: Rows, positions: Any = None) -> Any:
+    """The float32 rows (``rows.width`` bytes each) of ``positions`` (ascending; every row for
+    ``None``) as one numpy matrix."""
+    import numpy as np  # the numpy engine's, or a space's embedder's
+
+    dimension = rows.width // 4
+    parts = [np.frombuffer(s, dtype="<f4").reshape(-1, dimension) for _, s in rows.segments()]
+    if positions is None:
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    starts = np.fromiter((start for start, _ in rows.segments()), dtype=np.intp, count=len(parts))
+    cuts = np.searchsorted(positions, starts[1:])
+    chosen = [
+        part[local - start]
+        for part, start, local in zip(parts, starts, np.split(positions, cuts), strict=True)
+    ]
+    return np.concatenate(chosen) if chosen else np.empty((0, dimension), dtype=np.float32)
+
+
+def products(rows: Rows, query: Any, positions: Any = None) -> Any:
+    """The float32 dot products of the rows of ``positions`` (every row for ``None``) with the
+    float32 ``query``, as float64: a segment at a time, or the scope's rows gathered first when
+    they are a quarter of the rows or fewer (a product costs about what a gather does)."""
+    import numpy as np
+
+    dimension = rows.width // 4
+    if positions is not None and 4 * len(positions) <= len(rows):
+        return (matrix(rows, positions) @ query).astype(np.float64)
+    parts = [
+        np.frombuffer(s, dtype="<f4").reshape(-1, dimension) @ query for _, s in rows.segments()
+    ]
+    found = np.concatenate(parts) if parts else np.empty(0, dtype=np.float32)
+    return (found if positions is None else found[positions]).astype(np.float64)
 
 
 def space_cosines(rows: Any, query: Any) -> Any:

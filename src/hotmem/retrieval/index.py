@@ -1,10 +1,11 @@
 """The search index: a store's memories as columns, refreshed after writes, never reloaded
 for them.
 
-A memory has a *position*, its place in every column: its rowid, identifier, importance,
-``hotmem-hash-v1`` vector (``vectors``, 64 float32 a position), its token count in each lexical
-index (``postings.LexicalColumn``) and, once a profile asks for another space, its vector
-there (:class:`SpaceColumn`). Positions follow rowids at a load and grow by appending.
+A memory has a *position*, its place in every column: its rowid, importance, ``hotmem-hash-v1``
+vector (``vectors``, 256 bytes of little-endian float32 a position), its token count in each
+lexical index (``postings.LexicalColumn``) and, once a profile asks for another space, its
+vector there (:class:`SpaceColumn`); ``scopes`` lists each identifier's positions. Positions
+follow rowids at a load and grow by appending.
 
 **Refreshing** (:meth:`SearchIndex.refresh`, at the start of every search, in its read
 transaction): the store's mark (``store.changes``) says whether anything changed. New memories
@@ -17,37 +18,40 @@ the dead reach a quarter of the live or the log cannot say what changed.
 **Postings** of a token are read on first use from the store's own index (its occurrence list,
 ``store.changes.token_occurrences``) and kept, appended to, with the index.
 
-The columns are standard-library arrays: the reference engine reads them as they are, the
-numpy engine through zero-copy views made for one search (``vectorized.py``).
+The columns are standard-library arrays and byte arrays: the reference engine reads them as
+they are, the numpy engine through zero-copy views made for one search (``vectorized.py``).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import struct
 import sys
 from array import array
-from bisect import bisect_left, bisect_right
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 
 from hotmem.embedding.hash_v1 import DIMENSION, VECTOR_BYTES
 from hotmem.errors import StoreError
 from hotmem.retrieval.postings import LexicalColumn, Postings, extended
+from hotmem.retrieval.rows import Rows
 from hotmem.retrieval.tokens import tokenizer
 from hotmem.store import changes
-from hotmem.store.changes import Mark, MemoryColumns
+from hotmem.store.changes import Mark
+from hotmem.store.columns import MemoryColumns, memory_columns
 from hotmem.store.fts import cjk_index_text
 from hotmem.store.lexical_index import TABLES, Table
 
-__all__ = ["SearchIndex", "SpaceColumn"]
+__all__ = ["Positions", "SearchIndex", "SpaceColumn"]
 
 _ZERO = bytes(VECTOR_BYTES)
-_BIG_ENDIAN = sys.byteorder == "big"
+_HASH = struct.Struct(f"<{DIMENSION}f")
 #: The index reloads once the dead positions reach this share of the live ones.
 _DEAD_SHARE = 4
 
 
-def _zero_vectors(blob: bytes) -> list[int]:
+def _zero_vectors(blob: bytes | bytearray) -> list[int]:
     """The offsets (in vectors) of the zero vectors of ``blob``, found by a search in C."""
     found: list[int] = []
     at = blob.find(_ZERO)
@@ -60,49 +64,111 @@ def _zero_vectors(blob: bytes) -> list[int]:
     return found
 
 
-def _floats(blob: bytes) -> array[float]:
-    """Little-endian float32 bytes as a native array of floats."""
-    values = array("f", blob)
-    if _BIG_ENDIAN:
-        values.byteswap()
-    return values
+class Positions:
+    """rowid -> position: an array by rowid (-1: none) while rowids are dense, as SQLite hands
+    them out, else a dict."""
+
+    def __init__(self) -> None:
+        self._dense: array[int] | None = array("q")
+        self._sparse: dict[int, int] = {}
+        self._count = 0
+
+    def add(self, rowids: Sequence[int], start: int) -> None:
+        """Give ``rowids`` the positions ``start``, ``start + 1``, ..."""
+        self._count += len(rowids)
+        dense = self._dense
+        top = max(rowids, default=-1)
+        if dense is not None and top > 4 * self._count + 65_536:  # sparse: a dict from now on
+            self._sparse = {r: p for r, p in enumerate(dense) if p >= 0}
+            self._dense = dense = None
+        if dense is None:
+            self._sparse.update(zip(rowids, range(start, start + len(rowids)), strict=True))
+            return
+        if top >= len(dense):
+            self._dense = dense = extended(dense, array("q", [-1]) * (top + 1 - len(dense)))
+        numpy = sys.modules.get("numpy")
+        if numpy is not None and len(rowids) > 1:
+            keys = numpy.asarray(rowids, dtype=numpy.int64)
+            numpy.frombuffer(dense, dtype=numpy.int64)[keys] = numpy.arange(
+                start, start + len(keys)
+            )
+            return
+        for p, rowid in enumerate(rowids, start):
+            dense[rowid] = p
+
+    def remove(self, rowid: int) -> None:
+        """Forget ``rowid``."""
+        self._count -= 1
+        if self._dense is None:
+            del self._sparse[rowid]
+        else:
+            self._dense[rowid] = -1
+
+    def get(self, rowid: int) -> int | None:
+        """The position of ``rowid``, ``None`` when it has none."""
+        if self._dense is None:
+            return self._sparse.get(rowid)
+        found = self._dense[rowid] if 0 <= rowid < len(self._dense) else -1
+        return None if found < 0 else found
+
+    def __contains__(self, rowid: object) -> bool:
+        return isinstance(rowid, int) and self.get(rowid) is not None
+
+    def many(self, rowids: array[int]) -> Sequence[int] | None:
+        """The positions of ``rowids`` in order; ``None`` when one has none."""
+        dense = self._dense
+        numpy = sys.modules.get("numpy")
+        if dense is not None and numpy is not None and rowids:
+            keys = numpy.frombuffer(rowids, dtype=numpy.int64)
+            if keys.min() < 0 or keys.max() >= len(dense):
+                return None
+            found = numpy.frombuffer(dense, dtype=numpy.int64)[keys]
+            return None if (found < 0).any() else array("q", found.tobytes())
+        try:
+            positions = [self.get(r) for r in rowids]
+        except (IndexError, KeyError):
+            return None
+        return None if None in positions else positions  # type: ignore[return-value]
 
 
 @dataclass(slots=True)
 class SpaceColumn:
-    """A vector space's vectors by position (zeros where a memory has none: ``missing``)."""
+    """A vector space's vectors by position, little-endian float32 (zeros where a memory has
+    none: ``missing``)."""
 
     name: str
     dimension: int
-    values: array[float] = field(default_factory=lambda: array("f"))
+    values: Rows = field(init=False)
     missing: set[int] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.values = Rows(4 * self.dimension)
 
     def vector(self, position: int) -> tuple[float, ...]:
         """The vector at ``position``, as floats."""
-        start = position * self.dimension
-        return tuple(self.values[start : start + self.dimension])
+        segment, offset = self.values.row(position)
+        return struct.unpack_from(f"<{self.dimension}f", segment, offset)
 
     def extend(
-        self, positions: Sequence[int], rowids: Sequence[int], found: tuple[list[int], bytes]
+        self, positions: range, rowids: Sequence[int], found: tuple[array[int], bytes]
     ) -> None:
         """Append the vectors of the memories appended at ``positions`` (their ``rowids``)
         from ``found`` (``changes.space_vectors``)."""
         have, blob = found
-        width = self.dimension
-        if list(have) == list(rowids):
-            self.values = extended(self.values, _floats(blob))
+        width = 4 * self.dimension
+        if have == rowids:
+            self.values.add(blob)
             return
-        vectors = _floats(blob)
         at = {rowid: i for i, rowid in enumerate(have)}
-        added = array("f")
+        added = bytearray()
         for position, rowid in zip(positions, rowids, strict=True):
             i = at.get(rowid)
             if i is None:
-                added.extend(array("f", bytes(4 * width)))
+                added += bytes(width)
                 self.missing.add(position)
             else:
-                added.extend(vectors[i * width : (i + 1) * width])
-        self.values = extended(self.values, added)
+                added += blob[i * width : (i + 1) * width]
+        self.values.add(added)
 
 
 class SearchIndex:
@@ -112,15 +178,12 @@ class SearchIndex:
         self.target = target
         self.mark = Mark(0, 0)
         self.rowids: array[int] = array("q")
-        self.position: dict[int, int] = {}
+        self.position = Positions()
         self.live = bytearray()
         self.deaths = 0
-        self.identifiers: list[str] = []
-        self.code_of: dict[str, int] = {}
-        self.codes: array[int] = array("i")
-        self.scopes: list[array[int]] = []
+        self.scopes: dict[str, array[int]] = {}
         self.importances: array[float] = array("d")
-        self.vectors: array[float] = array("f")
+        self.vectors = Rows(VECTOR_BYTES)
         self.zero: set[int] = set()
         self.lexical: dict[Table, LexicalColumn] = {t: LexicalColumn(t) for t in TABLES}
         self.spaces: dict[str, SpaceColumn] = {}
@@ -135,11 +198,8 @@ class SearchIndex:
         """
         index = cls(target)
         index.mark = changes.current_mark(connection)
-        index._append(changes.memory_columns(connection, target), connection)
+        index._append(memory_columns(connection, target, path=target), connection)
         return index
-
-    def __len__(self) -> int:
-        return len(self.rowids)
 
     @property
     def size(self) -> int:
@@ -159,22 +219,21 @@ class SearchIndex:
         changed = changes.changed_since(connection, self.mark)
         if changed is None:
             return SearchIndex.load(connection, self.target)
-        gone = [self.position[rowid] for rowid in changed if rowid in self.position]
+        gone = [p for p in map(self.position.get, changed) if p is not None]
         if (self.deaths + len(gone)) * _DEAD_SHARE > max(self.size, 1024):
             return SearchIndex.load(connection, self.target)
         for position in gone:
             self._kill(position)
-        fresh = changes.memory_columns(connection, self.target, changed, after=self.mark.rowid)
-        self._append(fresh, connection)
+        self._append(
+            memory_columns(connection, self.target, changed, after=self.mark.rowid), connection
+        )
         self.mark = now
         return self
 
     def _kill(self, position: int) -> None:
-        if not self.live[position]:
-            return
         self.live[position] = 0
         self.deaths += 1
-        del self.position[self.rowids[position]]
+        self.position.remove(self.rowids[position])
         for column in self.lexical.values():
             column.kill(position)
         for space in self.spaces.values():
@@ -184,12 +243,16 @@ class SearchIndex:
         start = len(self.rowids)
         positions = range(start, start + len(columns.rowids))
         self.rowids = extended(self.rowids, columns.rowids)
-        self.position.update(zip(columns.rowids, positions, strict=True))
+        self.position.add(columns.rowids, start)
         self.live = extended(self.live, b"\x01" * len(positions))
         self.importances = extended(self.importances, columns.importances)
-        self.vectors = extended(self.vectors, _floats(columns.vectors))
-        self.zero.update(start + i for i in _zero_vectors(columns.vectors))
-        self._append_scopes(columns.identifiers, start)
+        for blob in columns.vectors:
+            first = len(self.vectors)
+            self.vectors.add(blob)
+            self.zero.update(first + i for i in _zero_vectors(blob))
+        for identifier, rowids in columns.scopes.items():
+            scope = self.scopes.get(identifier, array("q"))
+            self.scopes[identifier] = extended(scope, self.position.many(rowids) or ())
         self.lexical["memories_fts"].extend(columns.words)
         self.lexical["memories_cjk"].extend(columns.grams)
         if columns.facts is not None:
@@ -199,65 +262,44 @@ class SearchIndex:
             found = changes.space_vectors(connection, space.name, width, columns.rowids)
             space.extend(positions, columns.rowids, found)
 
-    def _append_scopes(self, identifiers: list[str], start: int) -> None:
-        """Give the memories appended from ``start`` their identifiers' codes and scopes."""
-        code_of = self.code_of
-        for identifier in dict.fromkeys(identifiers):
-            if identifier not in code_of:
-                code_of[identifier] = len(self.identifiers)
-                self.identifiers.append(identifier)
-                self.scopes.append(array("i"))
-        codes = list(map(code_of.__getitem__, identifiers))
-        self.codes = extended(self.codes, codes)
-        order = sorted(range(len(codes)), key=codes.__getitem__)  # stable: positions ascend
-        ordered = [codes[i] for i in order]
-        for code in dict.fromkeys(ordered):
-            low, high = bisect_left(ordered, code), bisect_right(ordered, code)
-            added = [start + i for i in order[low:high]]
-            self.scopes[code] = extended(self.scopes[code], added)
-
     def _index_tokens(self, columns: MemoryColumns, positions: range) -> None:
         """Add the appended memories to the postings read so far, tokenized by FTS5; or drop
         those postings when the memories hold more tokens than they do, or a token count
         differs from the store's (another tokenizer indexed the store)."""
         assert columns.facts is not None
-        texts = {
+        texts: dict[Table, tuple[list[str], Iterable[float]]] = {
             "memories_fts": (columns.facts, columns.words),
-            "memories_cjk": (
-                [cjk_index_text(fact) or "" for fact in columns.facts],
-                columns.grams,
-            ),
+            "memories_cjk": ([cjk_index_text(f) or "" for f in columns.facts], columns.grams),
         }
         for table, (facts, lengths) in texts.items():
-            column = self.lexical[table]  # type: ignore[index]
+            column = self.lexical[table]
             if not column.postings:
                 continue
-            held = sum(len(p.positions) for p in column.postings.values())
-            if sum(n for n in lengths if n > 0) > held:
+            counts = [int(n) if n > 0 else 0 for n in lengths]
+            if sum(counts) > sum(len(p.positions) for p in column.postings.values()):
                 column.postings.clear()
                 continue
-            counted = tokenizer(table).counts(facts)  # type: ignore[arg-type]
-            if [sum(c.values()) for c in counted] != [max(n, 0) for n in lengths]:
+            counted = tokenizer(table).counts(facts)
+            if [sum(c.values()) for c in counted] != counts:
                 column.postings.clear()
                 continue
-            for p, counts in zip(positions, counted, strict=True):
-                for token, frequency in counts.items():
+            for p, found in zip(positions, counted, strict=True):
+                for token, frequency in found.items():
                     postings = column.postings.get(token)
                     if postings is not None:
                         postings.append(p, frequency)
 
     # -- reading ---------------------------------------------------------------------------------
-    def scope(self, identifier: str | None) -> list[int]:
-        """The live positions of ``identifier``'s memories (of every memory for ``None``)."""
+    def scope(self, identifier: str | None) -> Sequence[int]:
+        """The live positions of ``identifier``'s memories (of every memory for ``None``),
+        ascending: a ``range`` for every position, else an array."""
         live = self.live
-        if identifier is None:
-            return (
-                [p for p in range(len(live)) if live[p]] if self.deaths else list(range(len(live)))
-            )
-        code = self.code_of.get(identifier)
-        if code is None:
-            return []
-        return [p for p in self.scopes[code] if live[p]]
+        found: Sequence[int] = (
+            range(len(live)) if identifier is None else self.scopes.get(identifier, array("q"))
+        )
+        if not self.deaths:
+            return found
+        return array("q", compress(found, map(live.__getitem__, found)))
 
     def postings(self, connection: sqlite3.Connection, table: Table, token: str) -> Postings:
         """The postings of ``token`` in ``table``, read from the store's index on first use.
@@ -269,21 +311,20 @@ class SearchIndex:
         found = column.postings.get(token)
         if found is None:
             occurrences = changes.token_occurrences(connection, table, token)
-            try:
-                positions = list(map(self.position.__getitem__, occurrences))
-            except KeyError as exc:
+            positions = self.position.many(occurrences)
+            if positions is None:
+                stray = next(r for r in occurrences if r not in self.position)
                 raise StoreError(
                     f"store {self.target!r} is damaged: expected every full-text index entry "
-                    f"to belong to a memory, found rowid={exc.args[0]} in the index only; "
+                    f"to belong to a memory, found rowid={stray} in the index only; "
                     "check_integrity() lists the problems"
-                ) from None
+                )
             found = column.postings[token] = Postings.of_occurrences(positions)
         return found
 
     def vector(self, position: int) -> tuple[float, ...]:
         """The ``hotmem-hash-v1`` vector at ``position``, as floats."""
-        start = position * DIMENSION
-        return tuple(self.vectors[start : start + DIMENSION])
+        return _HASH.unpack_from(*self.vectors.row(position))
 
     def space(self, connection: sqlite3.Connection, name: str, dimension: int) -> SpaceColumn:
         """The vectors of the space ``name`` by position, read on first use."""
@@ -291,7 +332,7 @@ class SearchIndex:
         if found is None or found.dimension != dimension:
             found = SpaceColumn(name, dimension)
             vectors = changes.space_vectors(connection, name, 4 * dimension)
-            found.extend(range(len(self.rowids)), list(self.rowids), vectors)
+            found.extend(range(len(self.rowids)), self.rowids, vectors)
             found.missing.difference_update(p for p in range(len(self.live)) if not self.live[p])
             self.spaces[name] = found
         return found

@@ -19,6 +19,7 @@ property checks the bits against FTS5's ``bm25()`` (``tests/hotmem/retrieval/tes
 from __future__ import annotations
 
 import math
+import sys
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -60,23 +61,35 @@ def extended(column: Any, values: Iterable[Any]) -> Any:
 @dataclass(slots=True)
 class Postings:
     """One token's postings: the positions of the memories it occurs in (each once) and how
-    often, appended as the index grows; deleted memories stay until the index reloads."""
+    often, appended as the index grows; deleted memories stay until the index reloads.
 
-    positions: array[int] = field(default_factory=lambda: array("i"))
-    frequencies: array[int] = field(default_factory=lambda: array("i"))
+    Positions are 64-bit integers and frequencies doubles, so that the numpy engine reads
+    both as they are (an array of numpy's index type, an array of the floats the arithmetic
+    takes), without a conversion a search."""
+
+    positions: array[int] = field(default_factory=lambda: array("q"))
+    frequencies: array[float] = field(default_factory=lambda: array("d"))
     _hits: int = -1
     _deaths: int = -1
 
     @classmethod
-    def of_occurrences(cls, positions: Iterable[int]) -> Postings:
-        """The postings of a token from the position of every occurrence (repeats counted)."""
-        counted = Counter(positions)
-        return cls(array("i", counted.keys()), array("i", counted.values()))
+    def of_occurrences(cls, positions: Sequence[int]) -> Postings:
+        """The postings of a token from the position of every occurrence (a memory's
+        occurrences next to each other, as an index lists them), counted by runs: with numpy
+        when the process has loaded it."""
+        numpy = sys.modules.get("numpy")
+        if numpy is None or not positions:
+            counted = Counter(positions)
+            return cls(array("q", counted.keys()), array("d", map(float, counted.values())))
+        at = numpy.asarray(positions, dtype=numpy.int64)
+        starts = numpy.flatnonzero(numpy.concatenate(([True], at[1:] != at[:-1])))
+        runs = numpy.diff(numpy.append(starts, len(at))).astype(numpy.float64)
+        return cls(array("q", at[starts].tobytes()), array("d", runs.tobytes()))
 
     def append(self, position: int, frequency: int) -> None:
         """Add a memory where the token occurs ``frequency`` times."""
         self.positions = extended(self.positions, (position,))
-        self.frequencies = extended(self.frequencies, (frequency,))
+        self.frequencies = extended(self.frequencies, (float(frequency),))
         self._deaths = -1  # one more hit: count again
 
     def hits(self, live: bytearray, deaths: int) -> int:
@@ -92,12 +105,13 @@ class Postings:
 
 @dataclass(slots=True)
 class LexicalColumn:
-    """One lexical index's part of a search index: each memory's token count in it (-1 for a
-    memory without a row there: only facts with CJK have one in ``memories_cjk``), the row and
-    token totals of the live memories, and the postings of the tokens asked for so far."""
+    """One lexical index's part of a search index: each memory's token count in it (as a
+    double, BM25's ``D``; -1 for a memory without a row there: only facts with CJK have one in
+    ``memories_cjk``), the row and token totals of the live memories, and the postings of the
+    tokens asked for so far."""
 
     table: Table
-    lengths: array[int] = field(default_factory=lambda: array("i"))
+    lengths: array[float] = field(default_factory=lambda: array("d"))
     rows: int = 0
     tokens: int = 0
     postings: dict[str, Postings] = field(default_factory=dict)
@@ -107,16 +121,16 @@ class LexicalColumn:
         """Tokens a row, as FTS5 computes it (``(double) nToken / (double) nRow``)."""
         return float(self.tokens) / float(self.rows) if self.rows else 0.0
 
-    def extend(self, lengths: Sequence[int]) -> None:
+    def extend(self, lengths: array[float]) -> None:
         """Count memories appended with these token counts (-1: no row)."""
         self.lengths = extended(self.lengths, lengths)
-        present = [n for n in lengths if n >= 0]
-        self.rows += len(present)
-        self.tokens += sum(present)
+        absent = lengths.count(-1.0)
+        self.rows += len(lengths) - absent
+        self.tokens += int(sum(lengths)) + absent  # integers below 2**53: exact
 
     def kill(self, position: int) -> None:
         """Take a memory that died out of the totals."""
         length = self.lengths[position]
         if length >= 0:
             self.rows -= 1
-            self.tokens -= length
+            self.tokens -= int(length)

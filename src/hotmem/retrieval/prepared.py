@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hotmem.embedding.hash_v1 import MODEL_NAME, embed
@@ -45,7 +46,7 @@ class Phrase:
     scores: dict[int, float] | None
     idf: float
     avgdl: float
-    lengths: array[int]
+    lengths: array[float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +65,7 @@ class Prepared:
 
     index: SearchIndex
     connection: sqlite3.Connection
-    scope: list[int]
+    scope: Sequence[int]
     whole: bool
     rule: Rule
     phrases: tuple[Phrase, ...]
@@ -73,6 +74,12 @@ class Prepared:
     def names(self, positions: object) -> dict[int, str]:
         """position -> memory_id (``fusion.Names``)."""
         return self.index.names(self.connection, positions)  # type: ignore[arg-type]
+
+    def identifier_of(self, position: int) -> str:
+        """The identifier of the memory at ``position``."""
+        sql = "SELECT identifier FROM memories WHERE rowid = ?"
+        row = self.connection.execute(sql, (self.index.rowids[position],)).fetchone()
+        return str(row[0])
 
 
 def rule_of(profile: Profile) -> Rule:
@@ -110,9 +117,8 @@ def _phrases(index: SearchIndex, connection: sqlite3.Connection, text: str) -> t
             elif tokens:
                 expression = match_expression([term]) or ""
                 scores = changes.phrase_scores(connection, table, expression)
-                by_position = {
-                    index.position[r]: s for r, s in scores.items() if r in index.position
-                }
+                at = {r: index.position.get(r) for r in scores}
+                by_position = {p: scores[r] for r, p in at.items() if p is not None}
                 if by_position:
                     found.append(
                         Phrase(table, None, by_position, 0.0, column.avgdl, column.lengths)
@@ -168,7 +174,7 @@ def prepare(
         index=index,
         connection=connection,
         scope=scope,
-        whole=identifier is None,
+        whole=isinstance(scope, range) and len(scope) == len(index.rowids),
         rule=rule_of(profile),
         phrases=phrases,
         vector=vector,

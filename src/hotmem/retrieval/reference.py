@@ -8,15 +8,22 @@ oracle the numpy engine is tested against (``tests/hotmem/retrieval/test_engines
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 
-from hotmem.retrieval.cosines import hash_cosines, space_cosines
+from hotmem.retrieval.cosines import hash_cosines, matrix, space_cosines
 from hotmem.retrieval.fusion import Rule, normalise_bm25, top, weighted
 from hotmem.retrieval.postings import share
 from hotmem.retrieval.prepared import Prepared
 from hotmem.store.lexical_index import TABLES
 
 __all__ = ["ReferenceChannels", "cosines_of", "raw_scores"]
+
+
+class _Every:
+    """Every position (a scope of the whole index, where every position is live)."""
+
+    def __contains__(self, position: object) -> bool:
+        return True
 
 
 def cosines_of(prepared: Prepared, positions: Sequence[int]) -> list[float]:
@@ -28,17 +35,19 @@ def cosines_of(prepared: Prepared, positions: Sequence[int]) -> list[float]:
         return hash_cosines(prepared.index, positions, vector.values)
     import numpy as np  # a space other than hash-v1 has numpy with its embedder
 
-    space = vector.space
-    rows = np.frombuffer(space.values, dtype=np.float32).reshape(-1, space.dimension)
     query = np.frombuffer(vector.packed, dtype="<f4").astype(np.float64)
-    picked = rows[np.asarray(positions, dtype=np.int64)]
-    values: list[float] = space_cosines(picked, query).tolist()
-    return values
+    wanted = np.asarray(positions, dtype=np.intp)
+    order = np.argsort(wanted, kind="stable")
+    picked = matrix(vector.space.values, wanted[order])
+    values = np.empty(len(wanted), dtype=np.float64)
+    values[order] = space_cosines(picked, query)
+    found: list[float] = values.tolist()
+    return found
 
 
 def raw_scores(prepared: Prepared, scope: Sequence[int]) -> dict[int, float]:
     """position -> raw BM25 of every lexical match among ``scope``."""
-    chosen = set(scope)
+    chosen: Container[int] = _Every() if prepared.whole else set(scope)
     found: dict[int, float] = {}
     for table in TABLES:
         sums: dict[int, float] = {}
@@ -55,7 +64,7 @@ def raw_scores(prepared: Prepared, scope: Sequence[int]) -> dict[int, float]:
             postings = phrase.postings
             for p, f in zip(postings.positions, postings.frequencies, strict=True):
                 if p in chosen:
-                    value = share(weight, avgdl, float(f), float(lengths[p]))
+                    value = share(weight, avgdl, f, lengths[p])
                     sums[p] = sums.get(p, 0.0) + value
         for p, value in sums.items():
             found[p] = found.get(p, 0.0) + value

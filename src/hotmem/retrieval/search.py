@@ -26,6 +26,7 @@ from hotmem.retrieval.reference import ReferenceChannels
 from hotmem.retrieval.request import SearchRequest
 from hotmem.retrieval.rerank import reranked
 from hotmem.retrieval.results import Explanation, ScoreComponents, SearchResult
+from hotmem.store import changes
 from hotmem.store.memory_store import MemoryStore
 from hotmem.store.reindex import embedder_for
 from hotmem.store.rows import tags_from_text
@@ -63,26 +64,26 @@ def index_of(store: MemoryStore, connection: sqlite3.Connection) -> SearchIndex:
         StoreError: the store cannot be read, or a memory is damaged.
     """
     held = _INDEXES.get(store)
+    if held is None and _numpy_for(store, changes.current_mark(connection).rowid):
+        import hotmem.retrieval.vectorized  # noqa: F401  # numpy, before loading: it parses faster
     found = SearchIndex.load(connection, store.path) if held is None else held.refresh(connection)
     _INDEXES[store] = found
     return found
 
 
+def _numpy_for(store: MemoryStore, size: int, space: bool = False) -> bool:
+    """Whether a search of ``size`` memories runs the numpy engine: always with
+    ``accelerator="numpy"``; with ``"auto"`` when numpy is installed and the scope holds
+    ``NUMPY_FROM`` memories, numpy is imported already, or the profile searches another space
+    (whose embedder brings numpy); never with ``"off"``."""
+    if store.accelerator != "auto":
+        return store.accelerator == "numpy"
+    return store.accelerated and (size >= NUMPY_FROM or "numpy" in sys.modules or space)
+
+
 def _channels(store: MemoryStore, prepared: Prepared) -> Channels:
-    """The numpy engine with ``accelerator="numpy"``; with ``"auto"`` when numpy is installed
-    and the scope holds ``NUMPY_FROM`` memories, numpy is imported already, or the profile
-    searches another space (whose embedder brings numpy); else the reference engine."""
     vector = prepared.vector
-    numpy = store.accelerator == "numpy" or (
-        store.accelerator == "auto"
-        and store.accelerated
-        and (
-            len(prepared.scope) >= NUMPY_FROM
-            or "numpy" in sys.modules
-            or (vector is not None and vector.space is not None)
-        )
-    )
-    if numpy:
+    if _numpy_for(store, len(prepared.scope), vector is not None and vector.space is not None):
         from hotmem.retrieval.vectorized import VectorizedChannels  # numpy loads here
 
         return VectorizedChannels(prepared)
@@ -281,9 +282,9 @@ def explain(
         ).fetchone()
         prepared = _prepared(store, connection, request, chosen)
         index = prepared.index
-        if row is None or row[0] not in index.position:
+        p = None if row is None else index.position.get(row[0])
+        if p is None:
             raise MemoryNotFoundError(f"no memory with memory_id={memory_id!r}")
-        p = index.position[row[0]]
         channels = _channels(store, prepared)
         return _explained(store, prepared, channels, chosen, p, memory_id)
 
@@ -323,7 +324,7 @@ def _explained(
             before = (order.index(p) + 1, after.index(p) + 1)
     return Explanation(
         memory_id=memory_id,
-        identifier=index.identifiers[index.codes[p]],
+        identifier=prepared.identifier_of(p),
         in_scope=in_scope,
         components=components,
         score=score,

@@ -5,15 +5,17 @@
   position gets its exact cosine (``cosines.py``, the reference's definition) whenever the
   product, moved by the margin, could change its fate: its admission by the floor or the gate,
   or its place against the k-th score (the confirmation rule).
-- **BM25**: each phrase's postings scattered into one float64 array per lexical index, the
-  shares computed by ``postings.share`` element by element, in query order: the reference's
-  additions in the reference's order, so the same bits.
+- **BM25**: each phrase's postings (views of the index's arrays) scattered into one float64
+  array per lexical index, the shares computed by ``postings.share`` element by element, in
+  query order: the reference's additions in the reference's order, so the same bits.
 - **Fusion**: ``fusion.weighted`` over arrays bounds every score within the cosine's margin
   (plus a few ulps); the k-th largest lower bound of a sure candidate is a threshold, and only
   the positions whose upper bound reaches it are scored exactly and ranked by ``fusion.top``
   (ties by memory_id). Reciprocal-rank fusion ranks each channel the same way.
 
-numpy is imported with this module, on first use (``hotmem[fast]``).
+Arrays cover the scope (``offsets`` index them); a scope of every memory is the index's
+columns as they are, any other one is gathered. numpy is imported with this module, on first
+use (``hotmem[fast]``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from hotmem.retrieval.cosines import MARGIN, hash_cosines, space_cosines
+from hotmem.retrieval.cosines import MARGIN, hash_cosines, matrix, products, space_cosines
 from hotmem.retrieval.fusion import Rule, top, weighted
 from hotmem.retrieval.postings import share
 from hotmem.retrieval.prepared import Prepared
@@ -34,6 +36,7 @@ __all__ = ["VectorizedChannels"]
 
 Floats = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
+Offsets = npt.NDArray[np.intp]
 _ULPS = 16 * 2.0**-52  # rounding of a weighted score, relative to the sum of the weights
 
 
@@ -47,86 +50,89 @@ class VectorizedChannels:
     def __init__(self, prepared: Prepared) -> None:
         self.prepared = prepared
         index = prepared.index
-        self.scope = prepared.scope
-        self.positions = np.asarray(prepared.scope, dtype=np.int64)
-        self._importances = np.frombuffer(index.importances, dtype=np.float64)[self.positions]
+        self.positions: Offsets | None = (
+            None if prepared.whole else np.asarray(prepared.scope, dtype=np.intp)
+        )
+        self.size = len(prepared.scope)
+        self._importances = self._gather(np.frombuffer(index.importances, dtype=np.float64))
         self.raws, self.matched = self._bm25()
         self.best = float(self.raws[self.matched].max()) if self.matched.any() else 0.0
         self.approx, self.margin = self._products()
         self._exact: dict[int, float] = {}
 
+    def _gather(self, column: Any) -> Any:
+        """``column`` (by position) over the scope: itself for every memory, else a copy."""
+        return column if self.positions is None else column[self.positions]
+
+    def _position(self, offsets: Any) -> Any:
+        return offsets if self.positions is None else self.positions[offsets]
+
     # -- channels --------------------------------------------------------------------------------
     def _bm25(self) -> tuple[Floats, Bools]:
-        index = self.prepared.index
-        n = len(index.rowids)
-        total = np.zeros(n, dtype=np.float64)
+        n = len(self.prepared.index.rowids)
+        total: Floats | None = None
         matched = np.zeros(n, dtype=np.bool_)
         for table in TABLES:
+            phrases = [p for p in self.prepared.phrases if p.table == table]
+            if not phrases:
+                continue
             sums = np.zeros(n, dtype=np.float64)
-            for phrase in self.prepared.phrases:
-                if phrase.table != table:
-                    continue
+            lengths = np.frombuffer(phrases[0].lengths, dtype=np.float64)
+            for phrase in phrases:
                 if phrase.scores is not None:
-                    at = np.fromiter(phrase.scores.keys(), dtype=np.int64, count=len(phrase.scores))
-                    sums[at] += np.fromiter(phrase.scores.values(), dtype=np.float64, count=len(at))
+                    at = np.fromiter(phrase.scores, dtype=np.intp, count=len(phrase.scores))
+                    values = np.fromiter(phrase.scores.values(), dtype=np.float64, count=len(at))
                 else:
                     assert phrase.postings is not None
-                    at = np.frombuffer(phrase.postings.positions, dtype=np.int32)
-                    frequency = np.frombuffer(phrase.postings.frequencies, dtype=np.int32)
-                    length = np.frombuffer(phrase.lengths, dtype=np.int32)[at]
-                    sums[at] += share(
-                        phrase.idf,
-                        phrase.avgdl,
-                        frequency.astype(np.float64),
-                        length.astype(np.float64),
-                    )
+                    at = np.frombuffer(phrase.postings.positions, dtype=np.int64)
+                    frequency = np.frombuffer(phrase.postings.frequencies, dtype=np.float64)
+                    values = share(phrase.idf, phrase.avgdl, frequency, lengths[at])
+                sums[at] += values
                 matched[at] = True
-            total += sums
-        return total[self.positions], matched[self.positions]
+            total = sums if total is None else total + sums
+        if total is None:
+            return np.zeros(self.size, dtype=np.float64), np.zeros(self.size, dtype=np.bool_)
+        return self._gather(total), self._gather(matched)
 
     def _products(self) -> tuple[Floats, float]:
         vector, index = self.prepared.vector, self.prepared.index
-        size = len(self.positions)
         if vector is None or (vector.space is None and not any(vector.values)):
-            return np.zeros(size, dtype=np.float64), 0.0
+            return np.zeros(self.size, dtype=np.float64), 0.0
         if vector.space is None:
-            matrix = np.frombuffer(index.vectors, dtype=np.float32).reshape(-1, len(vector.values))
-            query = np.asarray(vector.values, dtype=np.float32)
+            rows, query = index.vectors, np.asarray(vector.values, dtype=np.float32)
         else:
-            space = vector.space
-            matrix = np.frombuffer(space.values, dtype=np.float32).reshape(-1, space.dimension)
+            rows = vector.space.values
             query = np.frombuffer(vector.packed, dtype="<f4").astype(np.float32)
-        if size == len(matrix) and (size == 0 or self.positions[-1] == size - 1):
-            products = matrix @ query  # the whole index, in order
-        elif 4 * size > len(matrix):
-            products = (matrix @ query)[self.positions]
-        else:
-            products = matrix[self.positions] @ query
-        return products.astype(np.float64), MARGIN
+        return products(rows, query, self.positions), MARGIN
 
     # -- exact values ----------------------------------------------------------------------------
-    def exact(self, offsets: npt.NDArray[np.int64]) -> Floats:
+    def exact(self, offsets: Offsets) -> Floats:
         """The exact cosines of the scope's ``offsets``, computed once each."""
         vector = self.prepared.vector
         if vector is None or not self.margin:
             return self.approx[offsets]
         known = self._exact
-        missing = [int(o) for o in offsets if int(o) not in known]
+        missing = [o for o in offsets.tolist() if o not in known]
         if missing:
-            positions = self.positions[missing]
+            positions = self._position(np.asarray(missing, dtype=np.intp))
             if vector.space is None:
                 values = hash_cosines(self.prepared.index, positions.tolist(), vector.values)
             else:
-                space = vector.space
-                rows = np.frombuffer(space.values, dtype=np.float32).reshape(-1, space.dimension)
+                order = np.argsort(positions, kind="stable")
                 query = np.frombuffer(vector.packed, dtype="<f4").astype(np.float64)
-                values = space_cosines(rows[positions], query).tolist()
+                exact = np.empty(len(positions), dtype=np.float64)
+                exact[order] = space_cosines(matrix(vector.space.values, positions[order]), query)
+                values = exact.tolist()
             known.update(zip(missing, values, strict=True))
-        return np.fromiter((known[int(o)] for o in offsets), dtype=np.float64, count=len(offsets))
+        return np.fromiter(
+            (known[o] for o in offsets.tolist()), dtype=np.float64, count=len(offsets)
+        )
 
     def _offset(self, position: int) -> int | None:
+        if self.positions is None:
+            return position if 0 <= position < self.size else None
         found = int(np.searchsorted(self.positions, position))
-        if found < len(self.positions) and self.positions[found] == position:
+        if found < self.size and self.positions[found] == position:
             return found
         return None
 
@@ -134,7 +140,7 @@ class VectorizedChannels:
         """The exact cosine of ``position`` (in scope or not; 0.0 without a vector channel)."""
         offset = self._offset(position)
         if offset is not None:
-            return float(self.exact(np.asarray([offset], dtype=np.int64))[0])
+            return float(self.exact(np.asarray([offset], dtype=np.intp))[0])
         return cosines_of(self.prepared, [position])[0]
 
     def raw(self, position: int) -> float | None:
@@ -149,52 +155,42 @@ class VectorizedChannels:
         return self._offset(position) is not None
 
     # -- ranking ---------------------------------------------------------------------------------
-    def _admission(self, rule: Rule, shift: float) -> Bools:
-        """Who is admitted when every cosine is its approximation plus ``shift``."""
-        cosine = self.approx + shift
-        admitted = np.zeros(len(cosine), dtype=np.bool_)
+    def _admitted(self, rule: Rule, offsets: Any, cosine: Floats) -> Bools:
+        """Who among ``offsets`` is a candidate, when their cosines are ``cosine``."""
+        matched: Bools = self.matched[offsets]
+        admitted = matched if rule.gate is None else matched & (cosine >= rule.gate)
         if rule.floor is not None and self.prepared.vector is not None:
-            admitted |= cosine >= rule.floor
-        if rule.gate is None:
-            admitted |= self.matched
-        else:
-            admitted |= self.matched & (cosine >= rule.gate)
+            admitted = admitted | (cosine >= rule.floor)
         return admitted
 
-    def _pairs(self, values: Floats, offsets: Any) -> list[tuple[float, int]]:
-        positions = self.positions[offsets].tolist()
-        return list(zip(values.tolist(), positions, strict=True))
+    def _pairs(self, values: Floats, offsets: Offsets) -> list[tuple[float, int]]:
+        return list(zip(values.tolist(), self._position(offsets).tolist(), strict=True))
 
     def weighted_top(self, rule: Rule, limit: int) -> list[tuple[float, int]]:
         """The ``limit`` best candidates by weighted fusion, ``(score, position)``."""
-        w = rule.weights
-        bm25 = np.zeros(len(self.raws), dtype=np.float64)
+        w, margin = rule.weights, self.margin
+        every = slice(None)
+        maybe = np.flatnonzero(self._admitted(rule, every, self.approx + margin))
+        bm25 = np.zeros(len(maybe), dtype=np.float64)
         if self.best > 0.0:
-            np.divide(self.raws, self.best, out=bm25, where=self.matched)
-        approx = weighted(w, self.approx, bm25, self._importances)
-        slack = abs(w.cosine) * self.margin + _ULPS * (
-            abs(w.cosine) + abs(w.bm25) + abs(w.importance)
-        )
-        sure, maybe = self._admission(rule, -self.margin), self._admission(rule, self.margin)
-        threshold = -np.inf
+            np.divide(self.raws[maybe], self.best, out=bm25, where=self.matched[maybe])
+        approx = self.approx[maybe]
+        bound = weighted(w, approx, bm25, self._importances[maybe])
+        slack = abs(w.cosine) * margin + _ULPS * (abs(w.cosine) + abs(w.bm25) + abs(w.importance))
+        sure = self._admitted(rule, maybe, approx - margin)
+        kept = np.ones(len(maybe), dtype=np.bool_)
         if int(sure.sum()) >= limit:
-            threshold = _kth_largest(approx[sure] - slack, limit)
-        finalists = np.flatnonzero(maybe & (approx + slack >= threshold))
+            kept = bound + slack >= _kth_largest(bound[sure] - slack, limit)
+        finalists = maybe[kept]
         cosine = self.exact(finalists)
-        admitted = self._admission_exact(rule, finalists, cosine)
-        finalists, cosine = finalists[admitted], cosine[admitted]
-        scores = weighted(w, cosine, bm25[finalists], self._importances[finalists])
+        admitted = self._admitted(rule, finalists, cosine)
+        finalists, cosine, bm25 = finalists[admitted], cosine[admitted], bm25[kept][admitted]
+        scores = weighted(w, cosine, bm25, self._importances[finalists])
         return top(self._pairs(scores, finalists), limit, self.prepared.names)
 
-    def _admission_exact(self, rule: Rule, offsets: Any, cosine: Floats) -> Bools:
-        matched = self.matched[offsets]
-        admitted = np.zeros(len(offsets), dtype=np.bool_)
-        if rule.floor is not None and self.prepared.vector is not None:
-            admitted |= cosine >= rule.floor
-        admitted |= matched if rule.gate is None else matched & (cosine >= rule.gate)
-        return admitted
-
-    def _channel(self, values: Floats, sure: Bools, maybe: Bools, depth: int, slack: float) -> Any:
+    def _channel(
+        self, values: Floats, sure: Bools, maybe: Bools, depth: int, slack: float
+    ) -> Offsets:
         """The offsets that may be among the ``depth`` highest ``values`` of the truly
         admitted, given the admitted for sure and the admitted maybe (``slack``: how far a
         value may be from its exact one)."""
@@ -206,22 +202,21 @@ class VectorizedChannels:
     def channel_lists(self, rule: Rule, depth: int) -> tuple[list[int], list[int]]:
         """Each channel's ranked positions for reciprocal-rank fusion, cut at ``depth``
         (``reference.ReferenceChannels.channel_lists``)."""
-        names = self.prepared.names
+        names, margin = self.prepared.names, self.margin
         vector: list[tuple[float, int]] = []
         if rule.floor is not None and self.prepared.vector is not None:
-            sure = self.approx - self.margin >= rule.floor
-            maybe = self.approx + self.margin >= rule.floor
-            offsets = self._channel(self.approx, sure, maybe, depth, self.margin)
+            sure = self.approx - margin >= rule.floor
+            maybe = self.approx + margin >= rule.floor
+            offsets = self._channel(self.approx, sure, maybe, depth, margin)
             cosine = self.exact(offsets)
             kept = cosine >= rule.floor
             vector = self._pairs(cosine[kept], offsets[kept])
         if rule.gate is None:
             offsets = self._channel(self.raws, self.matched, self.matched, depth, 0.0)
-            words = self._pairs(self.raws[offsets], offsets)
         else:
-            sure = self.matched & (self.approx - self.margin >= rule.gate)
-            maybe = self.matched & (self.approx + self.margin >= rule.gate)
+            sure = self.matched & (self.approx - margin >= rule.gate)
+            maybe = self.matched & (self.approx + margin >= rule.gate)
             offsets = self._channel(self.raws, sure, maybe, depth, 0.0)
-            kept = self.exact(offsets) >= rule.gate
-            words = self._pairs(self.raws[offsets[kept]], offsets[kept])
+            offsets = offsets[self.exact(offsets) >= rule.gate]
+        words = self._pairs(self.raws[offsets], offsets)
         return [p for _, p in top(vector, depth, names)], [p for _, p in top(words, depth, names)]

@@ -34,7 +34,6 @@ def view(index: SearchIndex) -> dict[str, object]:
     live = [p for p in range(len(index.rowids)) if index.live[p]]
     memories = {
         index.rowids[p]: (
-            index.identifiers[index.codes[p]],
             index.importances[p],
             index.vector(p),
             index.lexical["memories_fts"].lengths[p],
@@ -45,7 +44,7 @@ def view(index: SearchIndex) -> dict[str, object]:
     }
     scopes = {
         identifier: sorted(index.rowids[p] for p in index.scope(identifier))
-        for identifier in index.identifiers
+        for identifier in index.scopes
     }
     totals = {t: (c.rows, c.tokens) for t, c in index.lexical.items()}
     return {
