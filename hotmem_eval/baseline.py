@@ -83,7 +83,8 @@ def normalise(result: dict[str, Any]) -> dict[str, Any]:
         "failed_query_ids": result["failed_query_ids"],
         "recommendation": {key: result["recommendation"][key] for key in ("rule", "code", "text")},
     }
-    return _round(normalised)
+    rounded: dict[str, Any] = _round(normalised)
+    return rounded
 
 
 def _sha256(path: Path) -> str:

@@ -117,7 +117,9 @@ def ablation_variants(baseline: hotmem.Profile) -> tuple[tuple[str, hotmem.Profi
     return tuple(variants)
 
 
-def _offset(progress: hotmem.ProgressCallback | None, done: int, total: int):
+def _offset(
+    progress: hotmem.ProgressCallback | None, done: int, total: int
+) -> hotmem.ProgressCallback | None:
     if progress is None:
         return None
     return lambda current, _queries: progress(done + current, total)

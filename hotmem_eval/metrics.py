@@ -268,7 +268,7 @@ _NO_QUERY: Final = _Sums(0, 0, 0, decimal.Decimal(0))
 _EXACT: Final = decimal.Context(prec=80)
 
 
-def _aggregate_row(category: str, name: str, cell: _Sums) -> tuple:
+def _aggregate_row(category: str, name: str, cell: _Sums) -> tuple[object, ...]:
     """One row of ``AGGREGATE_COLUMNS``: the pooled or macro value of a cell."""
     metric = METRICS[name]
     count = cell.query_count

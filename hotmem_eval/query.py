@@ -76,7 +76,8 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     """
     path = directory / MANIFEST
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return manifest
     except FileNotFoundError:
         raise UsageError(
             f"{directory}: not a run export (no {MANIFEST}); create one with --export-dir"
@@ -187,28 +188,26 @@ class _Interrupts:
 def format_rows(columns: list[str], rows: list[tuple[Any, ...]], fmt: Format) -> str:
     """Render a result as an aligned text table, CSV, or a JSON array of objects."""
     if fmt == "json":
-        return (
-            json.dumps(
-                [dict(zip(columns, row, strict=True)) for row in rows],
-                indent=2,
-                ensure_ascii=False,
-                default=str,
-            )
-            + "\n"
-        )
+        objects = [dict(zip(columns, row, strict=True)) for row in rows]
+        return json.dumps(objects, indent=2, ensure_ascii=False, default=str) + "\n"
     if fmt == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(columns)
         writer.writerows(["" if v is None else v for v in row] for row in rows)
         return buffer.getvalue()
+    return _text_table(columns, rows)
 
-    def text(value: Any) -> str:
-        if value is None:
-            return "NULL"
-        return f"{value:.6g}" if isinstance(value, float) else str(value)
 
-    cells = [[text(v) for v in row] for row in rows]
+def _cell(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def _text_table(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
+    """An aligned text table: numbers right-aligned, NULL for a missing value, a row count."""
+    cells = [[_cell(v) for v in row] for row in rows]
     widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
     numeric = [
         all(isinstance(row[i], int | float) for row in rows if row[i] is not None)

@@ -179,7 +179,8 @@ def run_sql(key: str | int, con: duckdb.DuckDBPyConnection, *, k: int = 5) -> pl
         raise EvalError(f"expected k to be an int >= 1, found k={k!r}")
     file = sql_file(key)
     con.execute("SET VARIABLE k = ?", [k])
-    return con.sql(file.text).pl()
+    frame: pl.DataFrame = con.sql(file.text).pl()
+    return frame
 
 
 def sql_metrics(

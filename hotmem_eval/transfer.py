@@ -65,48 +65,56 @@ class TransferOutcome:
     cold_start_s: float
 
 
+def _slots(query_id: str, a: list[Any], b: list[Any]) -> list[dict[str, object]]:
+    """One comparison row per rank of either run's results for ``query_id``."""
+    rows: list[dict[str, object]] = []
+    for rank in range(1, max(len(a), len(b)) + 1):
+        x = a[rank - 1] if rank <= len(a) else None
+        y = b[rank - 1] if rank <= len(b) else None
+        rows.append(
+            {
+                "query_id": query_id,
+                "rank": rank,
+                "source_memory_id": x and x["memory_id"],
+                "hydrated_memory_id": y and y["memory_id"],
+                "source_score": x and x["score"],
+                "hydrated_score": y and y["score"],
+                "same_memory": bool(x and y and x["memory_id"] == y["memory_id"]),
+                "same_score": bool(x and y and x["score"] == y["score"]),
+            }
+        )
+    return rows
+
+
+def _drift(query_id: str, a: list[Any], b: list[Any]) -> dict[str, object]:
+    """How the results of ``query_id`` differ: other ids, the same in another order, or other
+    scores, and the largest score difference."""
+    ids_a, ids_b = [r["memory_id"] for r in a], [r["memory_id"] for r in b]
+    kind = ("order" if sorted(ids_a) == sorted(ids_b) else "ids") if ids_a != ids_b else "score"
+    worst = max((abs(x["score"] - y["score"]) for x, y in zip(a, b, strict=False)), default=0.0)
+    return {
+        "query_id": query_id,
+        "kind": kind,
+        "source_ids": ids_a,
+        "hydrated_ids": ids_b,
+        "max_score_difference": worst,
+    }
+
+
 def compare_results(
     source: pa.Table, hydrated: pa.Table, query_ids: list[str]
 ) -> tuple[pa.Table, tuple[dict[str, object], ...], int]:
     """Compare two runs slot by slot; return the comparison rows, per-query drift, and the
     number of queries whose ordered ids, scores and components are identical."""
-
     before, after = rows_by_query(source), rows_by_query(hydrated)
     rows: list[dict[str, object]] = []
     drift: list[dict[str, object]] = []
-    equivalent = 0
     for query_id in query_ids:
         a, b = before.get(query_id, []), after.get(query_id, [])
-        for rank in range(1, max(len(a), len(b)) + 1):
-            x = a[rank - 1] if rank <= len(a) else None
-            y = b[rank - 1] if rank <= len(b) else None
-            rows.append(
-                {
-                    "query_id": query_id,
-                    "rank": rank,
-                    "source_memory_id": x and x["memory_id"],
-                    "hydrated_memory_id": y and y["memory_id"],
-                    "source_score": x and x["score"],
-                    "hydrated_score": y and y["score"],
-                    "same_memory": bool(x and y and x["memory_id"] == y["memory_id"]),
-                    "same_score": bool(x and y and x["score"] == y["score"]),
-                }
-            )
-        if a == b:
-            equivalent += 1
-            continue
-        ids_a, ids_b = [r["memory_id"] for r in a], [r["memory_id"] for r in b]
-        kind = ("order" if sorted(ids_a) == sorted(ids_b) else "ids") if ids_a != ids_b else "score"
-        worst = max((abs(x["score"] - y["score"]) for x, y in zip(a, b, strict=False)), default=0.0)
-        drift.append(
-            {
-                "query_id": query_id,
-                "kind": kind,
-                "source_ids": ids_a,
-                "hydrated_ids": ids_b,
-                "max_score_difference": worst,
-            }
-        )
+        rows += _slots(query_id, a, b)
+        if a != b:
+            drift.append(_drift(query_id, a, b))
+    equivalent = len(query_ids) - len(drift)
     return pa.Table.from_pylist(rows, schema=TRANSFER_SCHEMA), tuple(drift), equivalent
 
 

@@ -181,37 +181,49 @@ def read_jsonl(
     """
     if isinstance(source, str | os.PathLike):
         label = name if name is not None else os.fspath(source)
-        try:
-            stream: BinaryIO = open(source, "rb")  # noqa: SIM115 -- closed below
-        except FileNotFoundError:
-            yield JsonlProblem(label, None, "expected a JSON Lines file, found no such file")
+        opened = _opened(source, label)
+        if isinstance(opened, JsonlProblem):
+            yield opened
             return
-        except IsADirectoryError:
-            yield JsonlProblem(label, None, "expected a JSON Lines file, found a directory")
-            return
-        except OSError as exc:
-            reason = f"expected a readable JSON Lines file, found {exc.strerror or exc}"
-            yield JsonlProblem(label, None, reason)
-            return
+        stream: BinaryIO = opened
     else:
         label, stream = (name if name is not None else "<stream>"), source
     found = False
     try:
-        for number, raw in enumerate(_lines(stream), start=1):
-            try:
-                value = _parse(raw)
-            except _LineError as exc:
-                found = True
-                yield JsonlProblem(label, number, str(exc))
-                continue
-            if value is not None:
-                found = True
-                yield JsonlRecord(label, number, value)
-    except OSError as exc:
-        found = True
-        yield JsonlProblem(label, None, f"expected a readable file, found {exc.strerror or exc}")
+        for item in _items(stream, label):
+            found = True
+            yield item
     finally:
         if stream is not source:
             stream.close()
     if not found and not allow_empty:
         yield JsonlProblem(label, None, "expected at least one JSON object, found no records")
+
+
+def _opened(path: str | os.PathLike[str], label: str) -> BinaryIO | JsonlProblem:
+    """The file at ``path`` opened for reading, or the problem that it cannot be."""
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        return JsonlProblem(label, None, "expected a JSON Lines file, found no such file")
+    except IsADirectoryError:
+        return JsonlProblem(label, None, "expected a JSON Lines file, found a directory")
+    except OSError as exc:
+        reason = f"expected a readable JSON Lines file, found {exc.strerror or exc}"
+        return JsonlProblem(label, None, reason)
+
+
+def _items(stream: BinaryIO, label: str) -> Iterator[JsonlRecord | JsonlProblem]:
+    """A record or a problem for each line of ``stream`` that is not blank, then one for the
+    stream when it could not be read to its end."""
+    try:
+        for number, raw in enumerate(_lines(stream), start=1):
+            try:
+                value = _parse(raw)
+            except _LineError as exc:
+                yield JsonlProblem(label, number, str(exc))
+                continue
+            if value is not None:
+                yield JsonlRecord(label, number, value)
+    except OSError as exc:
+        yield JsonlProblem(label, None, f"expected a readable file, found {exc.strerror or exc}")

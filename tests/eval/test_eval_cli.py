@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import hotmem
-from hotmem_eval import cli
+from hotmem_eval import cli_parsers, paths
 from hotmem_eval.baseline import update_refusal
 from hotmem_eval.cli import main
 from tests.processes import default_sigint, entry_point, run, run_on_terminal
@@ -48,7 +48,7 @@ def _options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     return [a for a in parser._actions if a.option_strings and not isinstance(a, exempt)]
 
 
-@pytest.mark.parametrize("parser", [cli._run_parser(), cli._query_parser()])
+@pytest.mark.parametrize("parser", [cli_parsers.run_parser(), cli_parsers.query_parser()])
 def test_every_option_has_help_that_gives_its_default(parser: argparse.ArgumentParser) -> None:
     options = _options(parser)
     assert options
@@ -133,7 +133,7 @@ def test_update_baseline_on_another_fixture_exits_2_and_keeps_the_baseline(
 def test_the_installed_default_baseline_is_never_overwritten(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    installed = cli.PACKAGE / "fixture" / "baseline.json"
+    installed = paths.PACKAGE / "fixture" / "baseline.json"
     assert main(["--update-baseline", "--force", "--baseline", str(installed)]) == 2
     assert capsys.readouterr().err == (
         f"hotmem-eval: refusing to overwrite {installed}: the default baseline is part of the "

@@ -107,14 +107,7 @@ def top_level_imports(path: Path) -> set[str]:
     return modules
 
 
-def test_the_store_does_not_import_the_snapshot_code_at_module_level() -> None:
-    # The writer depends on the store; MemoryStore.snapshot imports it when called.
-    imported = top_level_imports(PACKAGE / "store" / "memory_store.py")
-    assert "hotmem.store.schema" in imported  # the helper does see the store's imports
-    snapshot = sorted(
-        m for m in imported if m == "hotmem.snapshot" or m.startswith("hotmem.snapshot.")
-    )
-    assert snapshot == []
+# The store imports no snapshot code, not even lazily: tests/test_architecture.py.
 
 
 _DEFINITIONS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)

@@ -8,6 +8,7 @@ import math
 import os
 from pathlib import Path
 
+from hotmem.cli.common import int_range
 from hotmem.retrieval.request import MAX_LIMIT
 from hotmem.store.memory_store import MemoryStore, open_store
 
@@ -66,15 +67,8 @@ def print_json(payload: object) -> None:
     print(json.dumps(payload, ensure_ascii=False, indent=2, sort_keys=True))
 
 
-def limit_value(text: str) -> int:
-    """``--limit``: an integer in 1..``MAX_LIMIT``."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, found {text!r}") from None
-    if not 1 <= value <= MAX_LIMIT:
-        raise argparse.ArgumentTypeError(f"expected 1..{MAX_LIMIT}, found {value}")
-    return value
+#: ``--limit``: an integer in 1..``MAX_LIMIT``.
+limit_value = int_range(1, MAX_LIMIT)
 
 
 def seconds_value(text: str) -> float:

@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import importlib.util
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Protocol
+from typing import Any, Protocol
 
 from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME, embed_bytes
 from hotmem.errors import MissingExtraError, ValidationError
@@ -154,22 +155,34 @@ class EmbedderEntry:
         summary: one line for listings.
         extra: the optional extra it needs, or ``None`` when it is standard library only.
         modules: the modules the extra provides, checked before anything is imported.
-        load: builds the embedder from an optional model directory (already resolved).
+        load: builds the embedder from an optional model directory (already resolved); a
+            function, or a plug-in's ``"module:function"``, imported by name on first use.
         identify: the embedder's identity from the same directory without building it, or
             ``None`` when only the built embedder can tell (files of an unknown dimension);
-            ``None`` instead of a function: the identity is always the built embedder's.
+            ``None`` instead of a function: the identity is always the built embedder's. A
+            function or a ``"module:function"``, as ``load``.
     """
 
     model_id: str
     summary: str
     extra: str | None
     modules: tuple[str, ...]
-    load: Callable[[Path | None], Embedder]
-    identify: Callable[[Path | None], EmbedderIdentity | None] | None = None
+    load: Callable[[Path | None], Embedder] | str
+    identify: Callable[[Path | None], EmbedderIdentity | None] | str | None = None
 
     def missing_modules(self) -> tuple[str, ...]:
         """The modules of ``modules`` that cannot be found (nothing is imported)."""
         return tuple(name for name in self.modules if importlib.util.find_spec(name) is None)
+
+
+def _plugged(reference: Callable[..., Any] | str) -> Callable[..., Any]:
+    """A function, or the one a ``"module:function"`` names (its module imported now): a
+    plug-in registered by name, so that the registry imports nothing of it."""
+    if not isinstance(reference, str):
+        return reference
+    module, _, name = reference.partition(":")
+    found: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return found
 
 
 def _load_hash(model_dir: Path | None) -> Embedder:
@@ -183,22 +196,6 @@ def _load_hash(model_dir: Path | None) -> Embedder:
 
 def _identify_hash(model_dir: Path | None) -> EmbedderIdentity:
     return identity_of(_load_hash(model_dir))
-
-
-def _identify_semantic(model_dir: Path | None) -> EmbedderIdentity | None:
-    from hotmem.embedding.semantic import sources  # standard library only
-
-    digest = sources.model_digest(model_dir)
-    if digest != sources.PINNED_DIGEST:
-        return None  # other files: their width is known once the session is built
-    return EmbedderIdentity(SEMANTIC_MODEL, digest, sources.PINNED_DIMENSION, DTYPE)
-
-
-def _load_semantic(model_dir: Path | None) -> Embedder:
-    # Imported here: the extra's modules (numpy, onnxruntime, tokenizers) load on first use.
-    from hotmem.embedding.semantic.onnx_embedder import load_embedder
-
-    return load_embedder(SEMANTIC_MODEL, model_dir)
 
 
 EMBEDDERS: Mapping[str, EmbedderEntry] = MappingProxyType(
@@ -218,8 +215,10 @@ EMBEDDERS: Mapping[str, EmbedderEntry] = MappingProxyType(
                 summary="all-MiniLM-L6-v2 sentence embeddings (int8 ONNX), 384 float32",
                 extra="semantic",
                 modules=("numpy", "onnxruntime", "tokenizers"),
-                load=_load_semantic,
-                identify=_identify_semantic,
+                # The plug-in: its modules are imported on first use, by name (the extra's
+                # modules, numpy, onnxruntime and tokenizers, with onnx_embedder).
+                load="hotmem.embedding.semantic.onnx_embedder:load",
+                identify="hotmem.embedding.semantic.sources:identity",
             ),
         )
     }
@@ -293,7 +292,8 @@ def _require_extra(entry: EmbedderEntry) -> None:
 def _load(model_id: str, directory: str | None) -> Embedder:
     entry = EMBEDDERS[model_id]
     _require_extra(entry)
-    return entry.load(None if directory is None else Path(directory))
+    found: Embedder = _plugged(entry.load)(None if directory is None else Path(directory))
+    return found
 
 
 @functools.lru_cache(maxsize=8)
@@ -301,5 +301,5 @@ def _identify(model_id: str, directory: str | None) -> EmbedderIdentity:
     entry = EMBEDDERS[model_id]
     _require_extra(entry)
     path = None if directory is None else Path(directory)
-    identity = None if entry.identify is None else entry.identify(path)
+    identity = None if entry.identify is None else _plugged(entry.identify)(path)
     return identity_of(_load(model_id, directory)) if identity is None else identity

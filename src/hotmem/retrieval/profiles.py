@@ -29,16 +29,21 @@ reads one back (or from a TOML table).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, get_args
 
-from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.embedding.registry import SEMANTIC_MODEL
 from hotmem.errors import ValidationError
-from hotmem.retrieval.fusion import MIN_SIMILARITY, WEIGHTS, Weights
+from hotmem.retrieval.channels import (
+    MAX_WEIGHT,
+    LexicalChannel,
+    VectorChannel,
+    checked_integer,
+    checked_number,
+)
+from hotmem.retrieval.fusion import WEIGHTS, Weights
 from hotmem.retrieval.rerank import MMR, Reranker, reranker_from_mapping
 
 if TYPE_CHECKING:
@@ -66,7 +71,6 @@ Channel = Literal["vector", "lexical", "importance"]
 DEFAULT_PROFILE = "default"
 _MAX_NAME = 64
 _MAX_DEPTH = 10_000
-_MAX_WEIGHT = 1e6
 _MAX_RRF_K = 1_000_000
 #: The floors of the all-minilm-l6-v2 space, as ``benchmarks/floor_calibration.py --space
 #: all-minilm-l6-v2`` computes them on both committed fixtures (docs/semantic.md records the
@@ -75,56 +79,6 @@ _MAX_RRF_K = 1_000_000
 SEMANTIC_FLOOR = 0.45
 SEMANTIC_GATE = 0.25
 _FIELDS = ("vector", "lexical", "importance", "fusion", "rrf_k", "depth", "reranker")
-
-
-def _number(name: str, value: object, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValidationError(f"{name} must be a finite number; found {name}={value!r}")
-    if not low <= value <= high:
-        raise ValidationError(f"{name} must be in [{low:g}, {high:g}]; found {name}={value!r}")
-    return float(value)
-
-
-def _integer(name: str, value: object, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-        raise ValidationError(f"{name} must be an integer in 1..{high}; found {name}={value!r}")
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class VectorChannel:
-    """The cosine channel: a vector space, its weight and its relevance floor."""
-
-    space: str = MODEL_NAME
-    weight: float = WEIGHTS.cosine
-    floor: float = MIN_SIMILARITY
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.space, str) or not self.space:
-            raise ValidationError(f"vector.space must be a model id; found {self.space!r}")
-        object.__setattr__(self, "weight", _number("vector.weight", self.weight, 0, _MAX_WEIGHT))
-        object.__setattr__(self, "floor", _number("vector.floor", self.floor, -1.0, 1.0))
-
-    def to_dict(self) -> dict[str, object]:
-        """The channel as JSON-ready data."""
-        return {"space": self.space, "weight": self.weight, "floor": self.floor}
-
-
-@dataclass(frozen=True, slots=True)
-class LexicalChannel:
-    """The BM25 channel: its weight and an optional cosine gate on lexical matches."""
-
-    weight: float = WEIGHTS.bm25
-    gate: float | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "weight", _number("lexical.weight", self.weight, 0, _MAX_WEIGHT))
-        if self.gate is not None:
-            object.__setattr__(self, "gate", _number("lexical.gate", self.gate, -1.0, 1.0))
-
-    def to_dict(self) -> dict[str, object]:
-        """The channel as JSON-ready data."""
-        return {"weight": self.weight, "gate": self.gate}
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,13 +112,15 @@ class Profile:
             raise ValidationError(
                 f"profile {self.name!r}: lexical.gate needs a vector channel to measure cosine in"
             )
-        object.__setattr__(self, "importance", _number("importance", self.importance, 0, 1e6))
+        object.__setattr__(
+            self, "importance", checked_number("importance", self.importance, 0, 1e6)
+        )
         if self.fusion not in get_args(Fusion):
             raise ValidationError(
                 f"fusion must be one of {', '.join(get_args(Fusion))}; found {self.fusion!r}"
             )
-        _integer("rrf_k", self.rrf_k, _MAX_RRF_K)
-        _integer("depth", self.depth, _MAX_DEPTH)
+        checked_integer("rrf_k", self.rrf_k, _MAX_RRF_K)
+        checked_integer("depth", self.depth, _MAX_DEPTH)
         if self.reranker is not None and not isinstance(self.reranker, MMR):
             raise ValidationError(
                 f"profile {self.name!r}: reranker must be a hotmem.MMR or None; "
@@ -231,10 +187,12 @@ class Profile:
             name=name,
             vector=_vector(name, fields.get("vector", True)),
             lexical=_lexical(name, fields.get("lexical", True)),
-            importance=_number("importance", fields.get("importance", base.importance), 0, 1e6),
+            importance=checked_number(
+                "importance", fields.get("importance", base.importance), 0, 1e6
+            ),
             fusion=fusion,
-            rrf_k=_integer("rrf_k", fields.get("rrf_k", base.rrf_k), _MAX_RRF_K),
-            depth=_integer("depth", fields.get("depth", base.depth), _MAX_DEPTH),
+            rrf_k=checked_integer("rrf_k", fields.get("rrf_k", base.rrf_k), _MAX_RRF_K),
+            depth=checked_integer("depth", fields.get("depth", base.depth), _MAX_DEPTH),
             reranker=reranker,
         )
 
@@ -281,8 +239,8 @@ def _vector(profile: str, value: object) -> VectorChannel | None:
         )
     return VectorChannel(
         space=space,
-        weight=_number("vector.weight", fields.get("weight", base.weight), 0, _MAX_WEIGHT),
-        floor=_number("vector.floor", fields.get("floor", base.floor), -1.0, 1.0),
+        weight=checked_number("vector.weight", fields.get("weight", base.weight), 0, MAX_WEIGHT),
+        floor=checked_number("vector.floor", fields.get("floor", base.floor), -1.0, 1.0),
     )
 
 
@@ -295,8 +253,8 @@ def _lexical(profile: str, value: object) -> LexicalChannel | None:
     fields = _table(profile, "lexical", value, ("weight", "gate"))
     gate = fields.get("gate", base.gate)
     return LexicalChannel(
-        weight=_number("lexical.weight", fields.get("weight", base.weight), 0, _MAX_WEIGHT),
-        gate=None if gate is None else _number("lexical.gate", gate, -1.0, 1.0),
+        weight=checked_number("lexical.weight", fields.get("weight", base.weight), 0, MAX_WEIGHT),
+        gate=None if gate is None else checked_number("lexical.gate", gate, -1.0, 1.0),
     )
 
 
@@ -360,9 +318,9 @@ def customised(
             vector = replace(vector, weight=weights.cosine)
         if words is not None:
             words = replace(words, weight=weights.bm25)
-        importance = _number("weights.importance", weights.importance, 0, _MAX_WEIGHT)
+        importance = checked_number("weights.importance", weights.importance, 0, MAX_WEIGHT)
     if min_similarity is not None:
-        floor = _number("min_similarity", min_similarity, -1.0, 1.0)
+        floor = checked_number("min_similarity", min_similarity, -1.0, 1.0)
         if vector is None:
             raise ValidationError(
                 f"min_similarity needs a vector channel; profile {profile.name!r} has none"

@@ -81,24 +81,9 @@ def check_manifest(value: object) -> tuple[Manifest | None, list[SnapshotProblem
     def add(check: str, expected: str, found: str, location: str = fmt.MANIFEST_NAME) -> None:
         problems.append(SnapshotProblem(location, check, expected, found))
 
-    if not isinstance(value, dict):
-        add("manifest", "a JSON object", type(value).__name__)
+    if not _check_envelope(value, add):
         return None, problems
-    if value.get("format") != fmt.FORMAT_NAME:
-        add("format", repr(fmt.FORMAT_NAME), repr(value.get("format")))
-        return None, problems
-    version = value.get("format_version")
-    if type(version) is not int or version != fmt.FORMAT_VERSION:
-        expected = f"{fmt.FORMAT_VERSION} (the version this HotMem reads)"
-        add("format-version", expected, repr(version))
-        return None, problems
-    missing = sorted(_KEYS - value.keys())
-    unknown = sorted(value.keys() - _KEYS - _OPTIONAL_KEYS)
-    if missing or unknown:
-        expected = "the fields " + ", ".join(sorted(_KEYS)) + " (and spaces, if any)"
-        add("manifest", expected, _fields_found(missing, unknown))
-        if missing:
-            return None, problems
+    assert isinstance(value, dict)  # checked by _check_envelope
     width = _check_embedding(value["embedding"], add)
     _check_fts(value["fts"], add)
     record_count = value["record_count"]
@@ -122,6 +107,28 @@ def check_manifest(value: object) -> tuple[Manifest | None, list[SnapshotProblem
             return None, problems
         spaces = checked
     return Manifest(record_count, digest, members, width, spaces), problems
+
+
+def _check_envelope(value: object, add: _Add) -> bool:
+    """Whether ``value`` is a manifest object of this format and version with every field it
+    needs; says what is wrong otherwise (an unknown field is said, but does not stop)."""
+    if not isinstance(value, dict):
+        add("manifest", "a JSON object", type(value).__name__)
+        return False
+    if value.get("format") != fmt.FORMAT_NAME:
+        add("format", repr(fmt.FORMAT_NAME), repr(value.get("format")))
+        return False
+    version = value.get("format_version")
+    if type(version) is not int or version != fmt.FORMAT_VERSION:
+        expected = f"{fmt.FORMAT_VERSION} (the version this HotMem reads)"
+        add("format-version", expected, repr(version))
+        return False
+    missing = sorted(_KEYS - value.keys())
+    unknown = sorted(value.keys() - _KEYS - _OPTIONAL_KEYS)
+    if missing or unknown:
+        expected = "the fields " + ", ".join(sorted(_KEYS)) + " (and spaces, if any)"
+        add("manifest", expected, _fields_found(missing, unknown))
+    return not missing
 
 
 def _check_embedding(value: object, add: _Add) -> int:
@@ -259,13 +266,22 @@ def _check_space(
         return None
     if dtype != fmt.VECTOR_DTYPE:
         add("space-dtype", f"{where}.dtype {fmt.VECTOR_DTYPE!r}", repr(dtype)[:200])
-    members = item["members"]
+    metas = _space_members(item["members"], name, 4 * dimension, where, chunk_records, add)
+    if metas is None:
+        return None
+    return SpaceMeta(name, name, str(digest), dimension, str(dtype), tuple(metas))
+
+
+def _space_members(
+    members: object, name: str, width: int, where: str, chunk_records: list[int], add: _Add
+) -> list[MemberMeta] | None:
+    """The members of the space ``name`` (``where`` in the manifest), one per chunk of
+    ``chunk_records`` records, of ``width`` bytes a vector; ``None`` when unreadable."""
     if not isinstance(members, list) or len(members) != len(chunk_records):
         found = f"{len(members)} members" if isinstance(members, list) else repr(members)[:200]
         add("member-missing", f"{where}.members: one per chunk, {len(chunk_records)}", found)
         return None
     metas: list[MemberMeta] = []
-    width = 4 * dimension
     for chunk, (entry, records) in enumerate(zip(members, chunk_records, strict=True)):
         meta = _member(entry)
         if meta is None:
@@ -281,4 +297,4 @@ def _check_space(
         _check_size(meta, records, width, add)
         _check_limit(meta, add)
         metas.append(meta)
-    return SpaceMeta(name, name, str(digest), dimension, str(dtype), tuple(metas))
+    return metas

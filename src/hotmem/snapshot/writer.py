@@ -18,14 +18,12 @@ import hashlib
 import os
 import sqlite3
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass, replace
-from operator import itemgetter
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
-from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.errors import SnapshotError
 from hotmem.progress import ProgressCallback
 from hotmem.snapshot import format as fmt
@@ -38,86 +36,14 @@ from hotmem.snapshot._files import (
     store_file_names,
     temporary_file,
 )
+from hotmem.snapshot.chunking import chunks, further_spaces
 from hotmem.snapshot.format import CentralEntry, MemberKind
 from hotmem.snapshot.manifest import MemberMeta, SpaceMeta, content_digest, manifest_bytes
-from hotmem.snapshot.records import record_line
 from hotmem.store import spaces as store_spaces
 
 __all__ = ["SnapshotReport", "store_files", "write_snapshot"]
 
-_SELECT = (
-    "SELECT memory_id, identifier, fact, importance, tags, created_at, embedding "
-    "FROM memories ORDER BY memory_id"
-)
 _COPY_BLOCK = 1 << 20
-_EMBEDDING = itemgetter(6)
-_FIRST_SPACE = 7  # the column of the first further space's vector
-
-
-def select_sql(space_count: int) -> str:
-    """The query of the memories, in ``memory_id`` order, with one vector column a space
-    (``_SELECT`` itself without spaces); the space names are bound in order."""
-    if not space_count:
-        return _SELECT
-    columns = "".join(f", s{i}.vector" for i in range(space_count))
-    joins = "".join(
-        f" LEFT JOIN space_vectors AS s{i} ON s{i}.space = ? AND s{i}.memory_rowid = m.rowid"
-        for i in range(space_count)
-    )
-    return (
-        "SELECT m.memory_id, m.identifier, m.fact, m.importance, m.tags, m.created_at, "
-        f"m.embedding{columns} FROM memories AS m{joins} ORDER BY m.memory_id"
-    )
-
-
-def _further_spaces(connection: sqlite3.Connection) -> tuple[store_spaces.VectorSpace, ...]:
-    """The store's spaces beyond hotmem-hash-v1, by name.
-
-    Raises:
-        SnapshotError: the store has more than the format allows, or one it cannot carry.
-    """
-    further = tuple(s for s in store_spaces.read_spaces(connection) if s.name != MODEL_NAME)
-    if len(further) > fmt.MAX_SPACES:
-        raise SnapshotError(
-            f"the store has {len(further)} vector spaces beyond {MODEL_NAME!r}; the format "
-            f"allows {fmt.MAX_SPACES} (drop some with store.drop_space)"
-        )
-    for space in further:
-        if not fmt.SPACE_NAME.fullmatch(space.name) or space.model_id != space.name:
-            raise SnapshotError(
-                f"vector space {space.name!r} (model {space.model_id!r}) cannot be carried: a "
-                f"package names a space by its model id ({fmt.SPACE_NAME.pattern})"
-            )
-        if space.dtype != fmt.VECTOR_DTYPE or not 0 < space.dimension <= fmt.MAX_DIMENSION:
-            raise SnapshotError(
-                f"vector space {space.name!r} holds {space.dimension} values of {space.dtype!r}; "
-                f"a package carries 1 to {fmt.MAX_DIMENSION} values of {fmt.VECTOR_DTYPE!r}"
-            )
-    return further
-
-
-def _checked_vectors(
-    batch: list[Any], spaces: Sequence[store_spaces.VectorSpace]
-) -> list[list[bytes]]:
-    """Each space's vectors of ``batch``, in order.
-
-    Raises:
-        SnapshotError: a memory has no vector in a space (not yet indexed), or one of another
-            size than the space's dimension.
-    """
-    columns: list[list[bytes]] = []
-    for offset, space in enumerate(spaces):
-        vectors = [row[_FIRST_SPACE + offset] for row in batch]
-        width = space.vector_bytes
-        for row, vector in zip(batch, vectors, strict=True):
-            if vector is None or len(vector) != width:
-                found = "no vector" if vector is None else f"a vector of {len(vector)} bytes"
-                raise SnapshotError(
-                    f"memory_id={row[0]!r} has {found} in the space {space.name!r} (expected "
-                    f"{width} bytes); build the space first: hotmem reindex --space {space.name}"
-                )
-        columns.append(vectors)
-    return columns
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,55 +72,6 @@ class _Spooled:
     spool_offset: int
 
 
-Chunk = tuple[list[str], list[bytes], list[list[bytes]]]
-
-
-def _chunks(
-    connection: sqlite3.Connection, spaces: Sequence[store_spaces.VectorSpace]
-) -> Iterator[Chunk]:
-    """Record lines, hash vectors and each further space's vectors, chunk by chunk.
-
-    A chunk ends after ``CHUNK_RECORDS`` records (fewer when a space's vectors are so wide
-    that a full chunk's would pass ``MAX_MEMBER_BYTES``), or before a line that would take its
-    text (lines and their newlines) past ``CHUNK_CHARS`` characters. A batch of rows that fits
-    in one chunk is taken whole; only a batch that crosses the character limit goes row by row.
-    """
-    widest = max((space.vector_bytes for space in spaces), default=0)
-    limit = min(fmt.CHUNK_RECORDS, fmt.MAX_MEMBER_BYTES // widest) if widest else fmt.CHUNK_RECORDS
-    cursor = connection.execute(select_sql(len(spaces)), [space.name for space in spaces])
-    lines: list[str] = []
-    blobs: list[bytes] = []
-    further: list[list[bytes]] = [[] for _ in spaces]
-    chars = 0
-    while batch := cursor.fetchmany(limit - len(lines)):
-        batch_lines = list(map(record_line, batch))
-        batch_chars = sum(map(len, batch_lines)) + len(batch_lines)
-        batch_further = _checked_vectors(batch, spaces)
-        if chars + batch_chars <= fmt.CHUNK_CHARS:
-            lines += batch_lines
-            blobs += map(_EMBEDDING, batch)
-            for column, vectors in zip(further, batch_further, strict=True):
-                column += vectors
-            chars += batch_chars
-        else:
-            for position, (line, row) in enumerate(zip(batch_lines, batch, strict=True)):
-                if lines and chars + len(line) + 1 > fmt.CHUNK_CHARS:
-                    yield lines, blobs, further
-                    lines, blobs, chars = [], [], 0
-                    further = [[] for _ in spaces]
-                lines.append(line)
-                blobs.append(row[6])
-                for column, vectors in zip(further, batch_further, strict=True):
-                    column.append(vectors[position])
-                chars += len(line) + 1
-        if len(lines) == limit:
-            yield lines, blobs, further
-            lines, blobs, chars = [], [], 0
-            further = [[] for _ in spaces]
-    if lines:
-        yield lines, blobs, further
-
-
 def _pack(name: str, kind: MemberKind, data: bytes, records: int) -> tuple[_Spooled, bytes]:
     """Compress and hash one member; the spool offset is filled in when it is written."""
     if len(data) > fmt.MAX_MEMBER_BYTES:
@@ -219,7 +96,7 @@ def _spool(
     spooled: list[_Spooled] = []
     record_count = 0
     total = connection.execute("SELECT count(*) FROM memories").fetchone()[0] if progress else 0
-    for index, (lines, blobs, further) in enumerate(_chunks(connection, spaces)):
+    for index, (lines, blobs, further) in enumerate(chunks(connection, spaces)):
         records_name, vectors_name = fmt.expected_names(index)
         text = ("\n".join(lines) + "\n").encode("utf-8")
         members = [
@@ -357,7 +234,7 @@ def write_snapshot(
                 # One read transaction: the package is one consistent state of the store.
                 connection.execute("BEGIN")
             try:
-                spaces = _further_spaces(connection)
+                spaces = further_spaces(connection)
                 spooled, record_count = _spool(connection, spool, spaces, progress)
             finally:
                 if began:

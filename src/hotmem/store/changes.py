@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from hotmem.errors import StoreError
 from hotmem.fields import shown
-from hotmem.store.columns import MARK_SQL, chunks, integers
+from hotmem.store.columns import MARK_SQL, integers, rowid_spans
 from hotmem.store.lexical_index import Table
 
 __all__ = [
@@ -139,7 +139,7 @@ def space_vectors(
     if rowids is None:
         spans: list[tuple[str, tuple[object, ...]]] = [
             ("memory_rowid BETWEEN ? AND ?", span)
-            for span in chunks(connection, "memories", "rowid")
+            for span in rowid_spans(connection, "memories", "rowid")
         ]
     else:
         spans = [(f"memory_rowid {_IN}", (json.dumps(sorted(rowids)),))]

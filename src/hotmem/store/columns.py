@@ -31,7 +31,7 @@ from hotmem.errors import StoreError
 from hotmem.fields import shown
 from hotmem.store.lexical_index import varints
 
-__all__ = ["MARK_SQL", "Job", "MemoryColumns", "chunks", "integers", "memory_columns"]
+__all__ = ["MARK_SQL", "Job", "MemoryColumns", "integers", "memory_columns", "rowid_spans"]
 
 _CHUNK = 65_536  # rowids aggregated a statement: about 16 MB of vectors
 _IN = "IN (SELECT value FROM json_each(?))"
@@ -128,7 +128,7 @@ def _damaged(
     )
 
 
-def chunks(connection: sqlite3.Connection, table: str, key: str) -> Iterator[tuple[int, int]]:
+def rowid_spans(connection: sqlite3.Connection, table: str, key: str) -> Iterator[tuple[int, int]]:
     """Spans of ``key`` values covering ``table``, ``_CHUNK`` values each."""
     low, high = connection.execute(f"SELECT min({key}), max({key}) FROM {table}").fetchone()
     if low is None:
@@ -225,7 +225,7 @@ def _every_memory(
         rowids = [int(r[0]) for r in connection.execute("SELECT rowid FROM memories")]
         return memory_columns(connection, target, rowids)
     found = MemoryColumns()
-    spans = list(chunks(connection, "memories", "rowid"))
+    spans = list(rowid_spans(connection, "memories", "rowid"))
     sizes: list[Job] = [
         (
             f"SELECT group_concat(id), CAST(group_concat(sz, '') AS BLOB) FROM {table}_docsize "
@@ -275,42 +275,43 @@ def memory_columns(
     """
     if rowids is None and after is None:
         return _every_memory(connection, target, path)
-    chosen = (json.dumps(sorted(rowids or ())),)
-    past = (after if after is not None else 2**63 - 1,)
+    return _some_memories(connection, target, rowids or (), after)
+
+
+#: (is the row sound, the SQL test of a damaged one, the column) of a delta's row.
+_ROW_CHECKS: tuple[tuple[Any, str, str], ...] = (
+    (lambda r: isinstance(r[1], str), "typeof(identifier) != 'text'", "identifier"),
+    (lambda r: isinstance(r[2], float) and 0.0 <= r[2] <= 1.0, _BAD_IMPORTANCE, "importance"),
+    (lambda r: isinstance(r[3], bytes) and len(r[3]) == VECTOR_BYTES, _BAD_VECTOR, "embedding"),
+)
+
+
+def _some_memories(
+    connection: sqlite3.Connection, target: str, rowids: Collection[int], after: int | None
+) -> MemoryColumns:
+    chosen = (json.dumps(sorted(rowids)), after if after is not None else 2**63 - 1)
     select = "SELECT rowid, identifier, importance, embedding, fact FROM memories WHERE "
     # Two statements: SQLite reads "rowid IN (...) OR rowid > ?" as a scan of every row.
     read = {
         int(row[0]): row
-        for where, args in ((f"rowid {_IN}", chosen), ("rowid > ?", past))
+        for where, args in ((f"rowid {_IN}", chosen[:1]), ("rowid > ?", chosen[1:]))
         for row in connection.execute(select + where, args)
     }
     rows = [read[rowid] for rowid in sorted(read)]
-    checks = (
-        (lambda r: isinstance(r[1], str), "typeof(identifier) != 'text'", "identifier"),
-        (lambda r: isinstance(r[2], float) and 0.0 <= r[2] <= 1.0, _BAD_IMPORTANCE, "importance"),
-        (lambda r: isinstance(r[3], bytes) and len(r[3]) == VECTOR_BYTES, _BAD_VECTOR, "embedding"),
-    )
-    for ok, test, column in checks:
+    for ok, test, column in _ROW_CHECKS:
         if not all(map(ok, rows)):
             where = f"(rowid {_IN} OR rowid > ?) AND ({test})"
-            raise _damaged(connection, target, where, (*chosen, *past), column)
+            raise _damaged(connection, target, where, chosen, column)
     found = MemoryColumns(facts=[str(r[4]) for r in rows])
     found.rowids.extend(r[0] for r in rows)
     for row in rows:
         found.scopes.setdefault(row[1], array("q")).append(row[0])
     found.importances.extend(r[2] for r in rows)
     found.vectors = [b"".join(r[3] for r in rows)]
-    chosen_ids = (json.dumps(list(found.rowids)),)
-    for table, missing in (("memories_fts", 0.0), ("memories_cjk", -1.0)):
-        sql = (
-            f"SELECT group_concat(id), CAST(group_concat(sz, '') AS BLOB) FROM {table}_docsize "
-            f"WHERE id {_IN}"
-        )
-        counts = _token_counts(
-            [connection.execute(sql, chosen_ids).fetchone()], found.rowids, missing
-        )
-        if table == "memories_fts":
-            found.words = counts
-        else:
-            found.grams = counts
+    ids = (json.dumps(list(found.rowids)),)
+    sizes = "SELECT group_concat(id), CAST(group_concat(sz, '') AS BLOB) FROM {}_docsize WHERE id "
+    words = connection.execute(sizes.format("memories_fts") + _IN, ids).fetchone()
+    grams = connection.execute(sizes.format("memories_cjk") + _IN, ids).fetchone()
+    found.words = _token_counts([words], found.rowids, 0.0)
+    found.grams = _token_counts([grams], found.rowids, -1.0)
     return found

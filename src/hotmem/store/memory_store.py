@@ -7,81 +7,31 @@ every ``sqlite3.Error`` reaches the caller as a :class:`~hotmem.errors.StoreErro
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import math
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, get_args
 
-from hotmem.embedding.registry import install_hint
-from hotmem.errors import MemoryNotFoundError, MissingExtraError, ValidationError
-from hotmem.fields import lookup_text, shown
+from hotmem.errors import MemoryNotFoundError, ValidationError
+from hotmem.fields import lookup_text
 from hotmem.models import Clock, Memory, make_memory, memory_from_mapping, system_clock
-from hotmem.progress import ProgressCallback
-from hotmem.store import changes, inserts, lexical_index, schema, spaces, sqlerrors
+from hotmem.store import inserts, sqlerrors
 from hotmem.store import reindex as reindexing
 from hotmem.store import setup as storage
 from hotmem.store.inserts import ADD_BATCH
+from hotmem.store.options import Accelerator, accelerated, checked_timeout
 from hotmem.store.rows import MEMORY_COLUMNS, memory_from_row
+from hotmem.store.settings import Settings
 from hotmem.store.space_methods import VectorSpaces
+from hotmem.store.upkeep import Upkeep
 
-if TYPE_CHECKING:
-    from hotmem.snapshot.writer import SnapshotReport
-
-__all__ = ["MemoryStore", "open_store"]
+__all__ = ["Accelerator", "MemoryStore", "open_store"]
 
 _SELECT_MEMORY = f"SELECT {MEMORY_COLUMNS} FROM memories"
 
 
-def _checked_timeout(busy_timeout: object) -> float:
-    if (
-        isinstance(busy_timeout, bool)
-        or not isinstance(busy_timeout, int | float)
-        or not math.isfinite(busy_timeout)
-        or not 0 <= busy_timeout <= 86_400
-    ):
-        raise ValidationError(
-            f"busy_timeout must be a number of seconds in [0, 86400]; found {shown(busy_timeout)}"
-        )
-    return float(busy_timeout)
-
-
-#: How a store scans vectors: ``"auto"`` uses numpy when it is importable (the ``fast`` extra),
-#: ``"numpy"`` requires it, ``"off"`` never uses it. Results are identical either way.
-Accelerator = Literal["auto", "numpy", "off"]
-_ACCELERATORS = get_args(Accelerator)
-
-
-def _accelerated(accelerator: object) -> bool:
-    if accelerator not in _ACCELERATORS:
-        raise ValidationError(
-            f"accelerator must be one of {', '.join(map(repr, _ACCELERATORS))}; "
-            f"found accelerator={shown(accelerator)}"
-        )
-    if accelerator == "off":
-        return False
-    available = importlib.util.find_spec("numpy") is not None  # found, not imported
-    if accelerator == "numpy" and not available:
-        raise MissingExtraError(
-            "accelerator='numpy' needs the 'fast' extra, which is not installed (missing "
-            f"module: numpy); install it with {install_hint('fast')}",
-            extra="fast",
-            missing=("numpy",),
-        )
-    return available
-
-
-_DEFAULT_PROFILE_SQL = "SELECT value FROM hotmem_meta WHERE key = 'default_profile'"
-_DEFAULT_SPACES_SQL = "SELECT value FROM hotmem_meta WHERE key = 'default_profile_spaces'"
-#: The profile a store searches with until another is made its default.
-DEFAULT_PROFILE = "default"
-
-
-class MemoryStore(VectorSpaces):
+class MemoryStore(VectorSpaces, Settings, Upkeep):
     """A HotMem store. Use :func:`open_store` to get one; it is a context manager."""
 
     def __init__(
@@ -96,8 +46,8 @@ class MemoryStore(VectorSpaces):
         self._path = os.fspath(path)
         self._model_dir = None if model_dir is None else os.fspath(model_dir)
         self._clock = clock
-        self._busy_timeout = _checked_timeout(busy_timeout)
-        self._accelerated = _accelerated(accelerator)
+        self._busy_timeout = checked_timeout(busy_timeout)
+        self._accelerated = accelerated(accelerator)
         self._accelerator: Accelerator = accelerator
         self._connection = storage.connect(self._path, busy_timeout=self._busy_timeout)
         try:
@@ -362,53 +312,6 @@ class MemoryStore(VectorSpaces):
     def __iter__(self) -> Iterator[Memory]:
         return self.iter_memories()
 
-    @property
-    def default_profile(self) -> str:
-        """The name of the profile a search runs when it names none (``"default"`` unless
-        ``hotmem.set_default_profile`` chose another; kept in the store, not in its packages).
-
-        Raises:
-            StoreError: the store cannot be read.
-        """
-        with self.reading() as connection:
-            row = connection.execute(_DEFAULT_PROFILE_SQL).fetchone()
-        return DEFAULT_PROFILE if row is None else str(row[0])
-
-    @property
-    def default_profile_spaces(self) -> tuple[str, ...]:
-        """The vector spaces the store's default profile searches (so that none is dropped).
-
-        Raises:
-            StoreError: the store cannot be read.
-        """
-        with self.reading() as connection:
-            row = connection.execute(_DEFAULT_SPACES_SQL).fetchone()
-        if row is None:
-            return ()
-        names = json.loads(row[0])
-        return tuple(str(name) for name in names) if isinstance(names, list) else ()
-
-    def record_default_profile(self, name: str, spaces: Sequence[str]) -> None:
-        """Record ``name`` as the store's default profile, which searches ``spaces`` (each
-        checked to be a space of the store). ``hotmem.set_default_profile`` checks the name
-        and calls this; the store does not know the profiles.
-
-        Raises:
-            ValidationError: the store lacks one of ``spaces`` (the message says how to build
-                it).
-            StoreError: the store cannot be written.
-        """
-        for space in spaces:
-            self.space(space)
-        with self._writing() as connection:
-            connection.executemany(
-                "INSERT OR REPLACE INTO hotmem_meta (key, value) VALUES (?, ?)",
-                (
-                    ("default_profile", name),
-                    ("default_profile_spaces", json.dumps(list(spaces))),
-                ),
-            )
-
     def identifiers(self) -> dict[str, int]:
         """Number of memories per identifier, ordered by identifier.
 
@@ -422,78 +325,6 @@ class MemoryStore(VectorSpaces):
                     "GROUP BY identifier ORDER BY identifier"
                 )
             )
-
-    def snapshot(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        overwrite: bool = False,
-        progress: ProgressCallback | None = None,
-    ) -> SnapshotReport:
-        """Write the store to a portable snapshot v2 package (``docs/snapshot-v2.md``).
-
-        The package is byte-identical for the same memories, whatever their insertion order.
-        ``progress`` is called with (records written, records in the store) after each chunk
-        (``hotmem.Progress`` shows it on a terminal).
-
-        Raises:
-            SnapshotError: ``path`` exists (without ``overwrite``) or cannot be written.
-        """
-        # Imported here: the writer depends on the store, not the reverse (no import cycle).
-        from hotmem.snapshot.writer import write_snapshot
-
-        return write_snapshot(self._connection, path, overwrite=overwrite, progress=progress)
-
-    def rebuild_lexical_index(self) -> None:
-        """Rebuild the word and CJK indexes from the facts, in one write transaction.
-
-        The indexes are derived data; this repairs them when :meth:`check_integrity` reports a
-        problem with either. Searches in other processes see the old or the new index.
-
-        Raises:
-            StoreError: the store cannot be written (locked, read-only).
-        """
-        with self._writing() as connection:
-            lexical_index.rebuild(connection)
-            connection.execute(changes.EVERY_MEMORY_CHANGED)
-
-    def check_integrity(self) -> tuple[str, ...]:
-        """What is wrong with the store's file, its lexical indexes and its vector spaces' vectors;
-        empty when sound.
-
-        Runs SQLite's ``PRAGMA integrity_check``, FTS5's ``integrity-check`` of both lexical
-        indexes (with content comparison for the word index, which also finds a memory
-        missing from it or indexed with other text), compares the CJK gram index with the
-        grams of every fact, and looks for vectors of no space, of no memory or of the wrong
-        size (``spaces.problems``). (FTS5's check is a write statement: it waits for other
-        writers like a write does.)
-
-        Raises:
-            StoreError: the check itself cannot run (the store is locked or read-only).
-        """
-        problems: tuple[str, ...] = ()
-        checks = (
-            ("", "PRAGMA integrity_check"),
-            ("full-text index: ", schema.CHECK_FTS_INTEGRITY),
-            ("CJK index: ", lexical_index.CHECK_CJK_INTEGRITY),
-        )
-        for label, sql in checks:
-            try:
-                if label:
-                    self._connection.execute(sql)
-                else:
-                    found = tuple(str(row[0]) for row in self._connection.execute(sql))
-                    problems += () if found == ("ok",) else found
-            except sqlite3.DatabaseError as exc:
-                name = getattr(exc, "sqlite_errorname", "") or ""
-                if name.startswith(("SQLITE_BUSY", "SQLITE_READONLY", "SQLITE_LOCKED")):
-                    raise sqlerrors.store_error(
-                        exc, self._path, "check", self._busy_timeout
-                    ) from None
-                problems += (f"{label}{exc}",)
-        with self.reading() as connection:
-            vectors = spaces.problems(connection)
-        return problems + lexical_index.differences(self._connection) + vectors
 
 
 def open_store(

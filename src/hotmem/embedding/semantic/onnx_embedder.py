@@ -31,11 +31,11 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from hotmem.embedding.registry import DTYPE, check_texts
+from hotmem.embedding.registry import DTYPE, SEMANTIC_MODEL, check_texts
 from hotmem.embedding.semantic.sources import ModelFiles, read_model_files
 from hotmem.errors import EmbedderError
 
-__all__ = ["MAX_TOKENS", "TOKEN_BUDGET", "OnnxEmbedder", "load_embedder"]
+__all__ = ["MAX_TOKENS", "TOKEN_BUDGET", "OnnxEmbedder", "load", "load_embedder"]
 
 MAX_TOKENS = 256
 # At most this many tokens a run (64 texts of 16 tokens, 4 of 256). Measured on 1,000 short
@@ -194,3 +194,8 @@ def load_embedder(model_id: str, model_dir: Path | None) -> OnnxEmbedder:
             a model and tokenizer the embedder can run.
     """
     return OnnxEmbedder(model_id, read_model_files(model_dir))
+
+
+def load(model_dir: Path | None) -> OnnxEmbedder:
+    """The semantic space's embedder (the registry's ``load`` of ``all-minilm-l6-v2``)."""
+    return load_embedder(SEMANTIC_MODEL, model_dir)

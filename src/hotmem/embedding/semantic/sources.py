@@ -27,7 +27,13 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from hotmem.embedding.registry import MODEL_DIR_ENV, install_hint
+from hotmem.embedding.registry import (
+    DTYPE,
+    MODEL_DIR_ENV,
+    SEMANTIC_MODEL,
+    EmbedderIdentity,
+    install_hint,
+)
 from hotmem.errors import EmbedderError, MissingExtraError
 
 __all__ = [
@@ -41,6 +47,7 @@ __all__ = [
     "TOKENIZER_SHA256",
     "ModelFiles",
     "files_digest",
+    "identity",
     "model_digest",
     "read_model_files",
 ]
@@ -236,3 +243,13 @@ def model_digest(model_dir: Path | None) -> str:
         tokenizer, TOKENIZER_SHA256, str(resource), "shipped with hotmem", "reinstall hotmem"
     )
     return PINNED_DIGEST
+
+
+def identity(model_dir: Path | None) -> EmbedderIdentity | None:
+    """The identity of the semantic embedder of ``model_dir`` (the pinned package's files for
+    ``None``) without building it: known for the pinned files, by their digest; ``None`` for
+    other files, whose width only their session knows (the registry's ``identify``)."""
+    digest = model_digest(model_dir)
+    if digest != PINNED_DIGEST:
+        return None
+    return EmbedderIdentity(SEMANTIC_MODEL, digest, PINNED_DIMENSION, DTYPE)

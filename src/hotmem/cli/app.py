@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 
 from hotmem import __version__
+from hotmem.cli.common import exit_code_of, quiet_stdout
 from hotmem.cli.memories import (
     cmd_add,
     cmd_delete,
@@ -66,10 +66,7 @@ def exit_code(error: BaseException) -> tuple[int, str]:
     Raises:
         KeyError: no class of the error is in the table.
     """
-    for cls in type(error).__mro__:
-        if cls in EXIT_CODES:
-            return EXIT_CODES[cls]
-    raise KeyError(type(error).__name__)
+    return exit_code_of(error, EXIT_CODES)
 
 
 def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
@@ -140,17 +137,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _quiet_stdout() -> None:
-    """After a closed pipe: send what is left of stdout to the null device, so that Python's
-    final flush does not complain."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
-        pass
-
-
 def _report(message: str) -> None:
     with suppress(OSError, ValueError):  # stderr closed too: nothing left to tell
         print(message, file=sys.stderr)
@@ -179,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _report("hotmem: interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        _quiet_stdout()
+        quiet_stdout()
     return code
 
 

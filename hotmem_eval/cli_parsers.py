@@ -1,0 +1,163 @@
+"""The argument parsers of ``hotmem-eval``: ``run`` (the default), ``query`` and ``compare``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import hotmem
+from hotmem.cli import int_range
+from hotmem_eval.paths import FIXTURE_DIR, IN_CHECKOUT
+
+__all__ = ["compare_parser", "query_parser", "run_parser"]
+
+COMMANDS_HELP = """commands:
+  run     evaluate retrieval on a fixture (the default: 'hotmem-eval' alone runs it)
+  query   run SQL over exported runs: 'hotmem-eval query DIR [DIR ...] SQL' (query --help)
+  compare compare two exported runs: 'hotmem-eval compare RUN_A RUN_B' (compare --help)
+"""
+
+
+def _version() -> str:
+    return f"hotmem-eval {hotmem.__version__}"
+
+
+def run_parser() -> argparse.ArgumentParser:
+    committed = (
+        "the committed fixture, benchmarks/retrieval/"
+        if IN_CHECKOUT
+        else f"the fixture installed with hotmem_eval, {FIXTURE_DIR}/"
+    )
+    parser = argparse.ArgumentParser(
+        prog="hotmem-eval",
+        usage="%(prog)s [run] [options]\n       %(prog)s query DIR [DIR ...] SQL [options]"
+        "\n       %(prog)s compare RUN_A RUN_B",
+        description="Evaluate HotMem retrieval on a fixture: metrics, failure reasons,\n"
+        "transfer invariance, timings and a recommendation.\n\n" + COMMANDS_HELP,
+        epilog="docs/retrieval-quality.md explains the report, the outputs and the exit codes.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=FIXTURE_DIR / "corpus.jsonl",
+        metavar="PATH",
+        help=f"the memories, JSON Lines (default: {committed}corpus.jsonl)",
+    )
+    parser.add_argument(
+        "--queries",
+        type=Path,
+        default=FIXTURE_DIR / "queries.jsonl",
+        metavar="PATH",
+        help="the evaluated queries, JSON Lines (default: queries.jsonl beside the corpus default)",
+    )
+    parser.add_argument(
+        "--output", type=Path, metavar="PATH", help="write the JSON result here (default: none)"
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="PATH",
+        help="write the Markdown report here (default: on stdout, when no output is asked for)",
+    )
+    parser.add_argument(
+        "--top-k",
+        type=int_range(1, hotmem.MAX_LIMIT),
+        default=5,
+        metavar="N",
+        help=f"k of every @k metric, 1..{hotmem.MAX_LIMIT} (default: 5)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int_range(1, 1000),
+        default=1,
+        metavar="N",
+        help="searches per query, for latency samples only, 1..1000 (default: 1)",
+    )
+    parser.add_argument(
+        "--export-dir",
+        type=Path,
+        metavar="DIR",
+        help="write Parquet and CSV tables here, for SQL (default: none)",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=FIXTURE_DIR / "baseline.json",
+        metavar="PATH",
+        help="the baseline to check or update (default: baseline.json beside the corpus default)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="evaluate this retrieval profile; repeat it to compare several, the first being "
+        f"the baseline (built-ins: {', '.join(hotmem.PROFILES)}, or a table of --profiles; "
+        "default: default, or every profile of --profiles)",
+    )
+    parser.add_argument(
+        "--profiles",
+        type=Path,
+        metavar="FILE",
+        help="a TOML file of profiles of your own, one [name] table each (default: none)",
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--check-baseline",
+        action="store_true",
+        help="diff the run against the baseline; exit 3 when it differs (default: off)",
+    )
+    mode.add_argument(
+        "--update-baseline",
+        action="store_true",
+        help="rewrite the baseline from this run (default: off)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="with --update-baseline: overwrite a baseline that belongs to another fixture "
+        "(default: off)",
+    )
+    return parser
+
+
+def query_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hotmem-eval query",
+        usage="%(prog)s [-h] [--format {table,csv,json}] [--safe] DIR [DIR ...] SQL",
+        description="Run SQL over exported runs: every table is a view with a 'run' column; "
+        "with one run, each SQL file is a view sql_<name>.",
+    )
+    parser.add_argument(
+        "arguments",
+        nargs="+",
+        metavar="DIR... SQL",
+        help="run directories (written by hotmem-eval --export-dir), then the SQL",
+    )
+    parser.add_argument(
+        "--format",
+        choices=["table", "csv", "json"],
+        default="table",
+        help="how to print the result (default: table)",
+    )
+    parser.add_argument(
+        "--safe",
+        action="store_true",
+        help="read only the run tables: no other file, no network, no extensions "
+        "(without it the SQL has your full file and network access, as in duckdb; "
+        "default: off)",
+    )
+    return parser
+
+
+def compare_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hotmem-eval compare",
+        description="Compare two exported runs of one fixture query by query: the baseline "
+        "profile of RUN_B against that of RUN_A (paired sign-flip test, Holm-adjusted).",
+    )
+    parser.add_argument("run_a", metavar="RUN_A", help="the baseline run (an --export-dir)")
+    parser.add_argument("run_b", metavar="RUN_B", help="the candidate run (an --export-dir)")
+    return parser

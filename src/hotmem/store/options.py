@@ -1,0 +1,62 @@
+"""Checking ``open_store``'s options: the busy timeout, and whether searches may use numpy."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from typing import Literal, get_args
+
+from hotmem.embedding.registry import install_hint
+from hotmem.errors import MissingExtraError, ValidationError
+from hotmem.fields import shown
+
+__all__ = ["Accelerator", "accelerated", "checked_timeout"]
+
+
+def checked_timeout(busy_timeout: object) -> float:
+    """``busy_timeout`` as seconds.
+
+    Raises:
+        ValidationError: not a number of seconds in [0, 86400].
+    """
+    if (
+        isinstance(busy_timeout, bool)
+        or not isinstance(busy_timeout, int | float)
+        or not math.isfinite(busy_timeout)
+        or not 0 <= busy_timeout <= 86_400
+    ):
+        raise ValidationError(
+            f"busy_timeout must be a number of seconds in [0, 86400]; found {shown(busy_timeout)}"
+        )
+    return float(busy_timeout)
+
+
+#: How a store scans vectors: ``"auto"`` uses numpy when it is importable (the ``fast`` extra),
+#: ``"numpy"`` requires it, ``"off"`` never uses it. Results are identical either way.
+Accelerator = Literal["auto", "numpy", "off"]
+_ACCELERATORS = get_args(Accelerator)
+
+
+def accelerated(accelerator: object) -> bool:
+    """Whether searches may use numpy under ``accelerator`` (numpy is found, not imported).
+
+    Raises:
+        ValidationError: not one of the three modes.
+        MissingExtraError: ``"numpy"`` without numpy installed.
+    """
+    if accelerator not in _ACCELERATORS:
+        raise ValidationError(
+            f"accelerator must be one of {', '.join(map(repr, _ACCELERATORS))}; "
+            f"found accelerator={shown(accelerator)}"
+        )
+    if accelerator == "off":
+        return False
+    available = importlib.util.find_spec("numpy") is not None  # found, not imported
+    if accelerator == "numpy" and not available:
+        raise MissingExtraError(
+            "accelerator='numpy' needs the 'fast' extra, which is not installed (missing "
+            f"module: numpy); install it with {install_hint('fast')}",
+            extra="fast",
+            missing=("numpy",),
+        )
+    return available

@@ -1,0 +1,83 @@
+"""A store's settings: which profile its searches run when they name none.
+
+The store keeps the profile's name and the vector spaces it searches, not the profile: the
+profiles are ``hotmem.retrieval``'s, which checks a name before recording it
+(``hotmem.set_default_profile``). The spaces are kept so that a space the default profile
+searches is not dropped (``MemoryStore.drop_space``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+from hotmem.store.spaces import VectorSpace
+
+__all__ = ["DEFAULT_PROFILE", "Settings"]
+
+_DEFAULT_PROFILE_SQL = "SELECT value FROM hotmem_meta WHERE key = 'default_profile'"
+_DEFAULT_SPACES_SQL = "SELECT value FROM hotmem_meta WHERE key = 'default_profile_spaces'"
+#: The profile a store searches with until another is made its default.
+DEFAULT_PROFILE = "default"
+
+
+class Settings:
+    """The settings of a store (mixed into ``MemoryStore``, which provides the rest)."""
+
+    if TYPE_CHECKING:  # provided by MemoryStore
+
+        def reading(self) -> AbstractContextManager[sqlite3.Connection]: ...
+
+        def _writing(self) -> AbstractContextManager[sqlite3.Connection]: ...
+
+        def space(self, name: str) -> VectorSpace: ...
+
+    @property
+    def default_profile(self) -> str:
+        """The name of the profile a search runs when it names none (``"default"`` unless
+        ``hotmem.set_default_profile`` chose another; kept in the store, not in its packages).
+
+        Raises:
+            StoreError: the store cannot be read.
+        """
+        with self.reading() as connection:
+            row = connection.execute(_DEFAULT_PROFILE_SQL).fetchone()
+        return DEFAULT_PROFILE if row is None else str(row[0])
+
+    @property
+    def default_profile_spaces(self) -> tuple[str, ...]:
+        """The vector spaces the store's default profile searches (so that none is dropped).
+
+        Raises:
+            StoreError: the store cannot be read.
+        """
+        with self.reading() as connection:
+            row = connection.execute(_DEFAULT_SPACES_SQL).fetchone()
+        if row is None:
+            return ()
+        names = json.loads(row[0])
+        return tuple(str(name) for name in names) if isinstance(names, list) else ()
+
+    def record_default_profile(self, name: str, spaces: Sequence[str]) -> None:
+        """Record ``name`` as the store's default profile, which searches ``spaces`` (each
+        checked to be a space of the store). ``hotmem.set_default_profile`` checks the name
+        and calls this; the store does not know the profiles.
+
+        Raises:
+            ValidationError: the store lacks one of ``spaces`` (the message says how to build
+                it).
+            StoreError: the store cannot be written.
+        """
+        for space in spaces:
+            self.space(space)
+        with self._writing() as connection:
+            connection.executemany(
+                "INSERT OR REPLACE INTO hotmem_meta (key, value) VALUES (?, ?)",
+                (
+                    ("default_profile", name),
+                    ("default_profile_spaces", json.dumps(list(spaces))),
+                ),
+            )
