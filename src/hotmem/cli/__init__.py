@@ -19,8 +19,8 @@ _ORIGIN = {
 }
 
 if _typing.TYPE_CHECKING:
-    from hotmem.cli.common import exit_code_of, int_range, quiet_stdout, write_stdout
     from hotmem.cli.app import COMMANDS, EXIT_CODES, build_parser, exit_code, main
+    from hotmem.cli.common import exit_code_of, int_range, quiet_stdout, write_stdout
 
 __all__ = [
     "COMMANDS",

@@ -19,7 +19,6 @@ portable and need no model, but they only see shared character sequences.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import struct
 import unicodedata
@@ -29,6 +28,8 @@ from operator import mul, sub, truediv
 
 __all__ = [
     "DIMENSION",
+    "DTYPE",
+    "HASH_DIGEST",
     "MODEL_NAME",
     "VECTOR_BYTES",
     "bucket_and_sign",
@@ -40,7 +41,17 @@ __all__ = [
     "unpack_vector",
 ]
 
+try:  # BLAKE2 is built into CPython: "import hashlib" would load OpenSSL first (5 ms)
+    from _blake2 import blake2b as _blake2b
+except ImportError:  # another Python
+    from hashlib import blake2b as _blake2b
+
 MODEL_NAME = "hotmem-hash-v1"
+#: How a stored value is laid out: little-endian IEEE-754 float32 (what packages record).
+DTYPE = "float32-le"
+#: The digest of what defines the vectors: hotmem-hash-v1 has no file, so the sha256 of its
+#: UTF-8 model id (``tests/hotmem/test_embedders.py`` recomputes it).
+HASH_DIGEST = "1805ac2d1c5682e30c4e70205918e3a78038d8b2b7f356a2aa75e9980c33f24f"
 DIMENSION = 64
 VECTOR_BYTES = DIMENSION * 4
 _PACK = struct.Struct(f"<{DIMENSION}f")
@@ -72,7 +83,7 @@ class _SlotMap(dict[str, int]):
     """
 
     def __missing__(self, trigram: str) -> int:
-        digest = hashlib.blake2b(trigram.encode("utf-8"), digest_size=8).digest()
+        digest = _blake2b(trigram.encode("utf-8"), digest_size=8).digest()
         h = int.from_bytes(digest, "little")
         slot = h % DIMENSION + (DIMENSION if h & _SIGN_BIT else 0)
         if len(self) >= _SLOT_CACHE_LIMIT:

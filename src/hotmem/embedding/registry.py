@@ -27,7 +27,6 @@ Hydration uses it to decide that a package's vectors can be carried as they are.
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib
 import importlib.util
 import os
@@ -37,7 +36,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME, embed_bytes
+from hotmem.embedding.hash_v1 import DIMENSION, DTYPE, HASH_DIGEST, MODEL_NAME, embed_bytes
 from hotmem.errors import MissingExtraError, ValidationError
 
 __all__ = [
@@ -56,11 +55,8 @@ __all__ = [
     "install_hint",
 ]
 
-DTYPE = "float32-le"
 SEMANTIC_MODEL = "all-minilm-l6-v2"
 MODEL_DIR_ENV = "HOTMEM_MODEL_DIR"
-# hotmem-hash-v1 has no model file: its rule is fixed by its name and its specification.
-HASH_DIGEST = hashlib.sha256(MODEL_NAME.encode("utf-8")).hexdigest()
 
 
 class Embedder(Protocol):

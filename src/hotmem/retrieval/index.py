@@ -125,10 +125,12 @@ class Positions:
             found = numpy.frombuffer(dense, dtype=numpy.int64)[keys]
             return None if (found < 0).any() else array("q", found.tobytes())
         try:
-            positions = [self.get(r) for r in rowids]
+            if dense is not None:  # in C: a rowid past the array, or below 0, has no position
+                found = array("q", map(dense.__getitem__, rowids))
+                return None if min(rowids, default=0) < 0 or min(found, default=0) < 0 else found
+            return list(map(self._sparse.__getitem__, rowids))
         except (IndexError, KeyError):
             return None
-        return None if None in positions else positions  # type: ignore[return-value]
 
 
 @dataclass(slots=True)
@@ -337,12 +339,14 @@ class SearchIndex:
             self.spaces[name] = found
         return found
 
-    def names(self, connection: sqlite3.Connection, positions: Collection[int]) -> dict[int, str]:
-        """position -> memory_id of ``positions``.
+    def rows(
+        self, connection: sqlite3.Connection, positions: Collection[int]
+    ) -> dict[int, changes.ResultRow]:
+        """position -> the fields a search returns of each of ``positions``.
 
         Raises:
             StoreError: a memory_id is damaged.
         """
         rowids = self.rowids
-        by_rowid = changes.memory_ids(connection, self.target, [rowids[p] for p in positions])
+        by_rowid = changes.result_rows(connection, self.target, [rowids[p] for p in positions])
         return {p: by_rowid[rowids[p]] for p in positions}

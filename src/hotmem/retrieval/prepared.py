@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sqlite3
 from array import array
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 
 from hotmem.embedding.hash_v1 import MODEL_NAME, embed
 from hotmem.errors import StoreError
@@ -23,6 +23,7 @@ from hotmem.retrieval.profiles import Profile
 from hotmem.retrieval.query import lexical_query, match_expression
 from hotmem.retrieval.tokens import tokenizer
 from hotmem.store import changes
+from hotmem.store.changes import ResultRow
 from hotmem.store.lexical_index import Table
 
 __all__ = ["Phrase", "Prepared", "VectorQuery", "prepare", "rule_of"]
@@ -70,10 +71,19 @@ class Prepared:
     rule: Rule
     phrases: tuple[Phrase, ...]
     vector: VectorQuery | None
+    read: dict[int, ResultRow] = field(default_factory=dict)  # the rows read so far
 
-    def names(self, positions: object) -> dict[int, str]:
+    def rows(self, positions: Collection[int]) -> dict[int, ResultRow]:
+        """position -> what a search returns of the memory (read once a query)."""
+        known = self.read
+        missing = [p for p in positions if p not in known]
+        if missing:
+            known.update(self.index.rows(self.connection, missing))
+        return {p: known[p] for p in positions}
+
+    def names(self, positions: Collection[int]) -> dict[int, str]:
         """position -> memory_id (``fusion.Names``)."""
-        return self.index.names(self.connection, positions)  # type: ignore[arg-type]
+        return {p: row[0] for p, row in self.rows(positions).items()}
 
     def identifier_of(self, position: int) -> str:
         """The identifier of the memory at ``position``."""

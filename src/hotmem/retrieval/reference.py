@@ -97,15 +97,19 @@ class ReferenceChannels:
         """Whether ``position`` is searched."""
         return position in self._in_scope
 
+    def values(self, positions: Sequence[int]) -> tuple[list[float], list[float | None]]:
+        """The exact cosine and the raw BM25 (``None``: no match) of each of ``positions``."""
+        return [self.cosine(p) for p in positions], [self.raws.get(p) for p in positions]
+
     def weighted_top(self, rule: Rule, limit: int) -> list[tuple[float, int]]:
         """The ``limit`` best candidates by weighted fusion, ``(score, position)``."""
-        importances, raws, best = self.prepared.index.importances, self.raws, self.best
+        importances, raw_of, best = self.prepared.index.importances, self.raws.get, self.best
+        admits, weights = rule.admits, rule.weights
         scored = []
-        for p in self.scope:
-            c, raw = self.cosines[p], raws.get(p)
-            if rule.admits(c, raw is not None):
-                score = weighted(rule.weights, c, normalise_bm25(raw, best), importances[p])
-                scored.append((score, p))
+        for p, c in self.cosines.items():  # the scope, in order
+            raw = raw_of(p)
+            if admits(c, raw is not None):
+                scored.append((weighted(weights, c, normalise_bm25(raw, best), importances[p]), p))
         return top(scored, limit, self.prepared.names)
 
     def channel_lists(self, rule: Rule, depth: int) -> tuple[list[int], list[int]]:

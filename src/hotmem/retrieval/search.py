@@ -28,7 +28,6 @@ from hotmem.retrieval.rerank import reranked
 from hotmem.retrieval.results import Explanation, ScoreComponents, SearchResult
 from hotmem.store import changes
 from hotmem.store.memory_store import MemoryStore
-from hotmem.store.reindex import embedder_for
 from hotmem.store.rows import tags_from_text
 
 __all__ = ["NUMPY_FROM", "Channels", "explain", "index_of", "score_ceiling", "search_memories"]
@@ -51,6 +50,8 @@ class Channels(Protocol):
     def raw(self, position: int) -> float | None: ...
 
     def in_scope(self, position: int) -> bool: ...
+
+    def values(self, positions: Sequence[int]) -> tuple[list[float], list[float | None]]: ...
 
     def weighted_top(self, rule: Rule, limit: int) -> list[tuple[float, int]]: ...
 
@@ -96,6 +97,8 @@ def _prepared(
     index = index_of(store, connection)
     embedder = None
     if profile.vector is not None and profile.vector.space != "hotmem-hash-v1":
+        from hotmem.store.reindex import embedder_for  # a space with a model
+
         embedder = embedder_for(store.space(profile.vector.space), store.path, store.model_dir)
     return prepare(index, connection, request.query, request.identifier, profile, embedder)
 
@@ -203,42 +206,29 @@ def search_memories(
         winners = _reranked(store, prepared, fused, chosen)[:limit]
         ranks = {p: r for r, (_, p) in enumerate(fused, start=1)} if chosen.reranker else {}
         index, best = prepared.index, channels.best
+        positions = [p for _, p in winners]
+        cosines, raws = channels.values(positions)
         found = [
             (
                 score,
-                index.rowids[p],
+                p,
                 ranks.get(p),
-                ScoreComponents(
-                    cosine=channels.cosine(p),
-                    bm25_raw=channels.raw(p),
-                    bm25_normalised=normalise_bm25(channels.raw(p), best),
-                    importance=index.importances[p],
-                ),
+                ScoreComponents(cosine, raw, normalise_bm25(raw, best), index.importances[p]),
             )
-            for score, p in winners
+            for (score, p), cosine, raw in zip(winners, cosines, raws, strict=True)
         ]
-        return _materialise(store, connection, found)
+        return _materialise(store, prepared, found)
 
 
 def _materialise(
     store: MemoryStore,
-    connection: sqlite3.Connection,
+    prepared: Prepared,
     found: list[tuple[float, int, int | None, ScoreComponents]],
 ) -> list[SearchResult]:
-    if not found:
-        return []
-    rowids = [rowid for _, rowid, _, _ in found]
-    rows = {
-        row[0]: row[1:]
-        for row in connection.execute(
-            "SELECT rowid, memory_id, identifier, fact, tags, importance FROM memories "
-            f"WHERE rowid IN ({','.join('?' * len(rowids))})",
-            rowids,
-        )
-    }
+    rows = prepared.rows([p for _, p, _, _ in found])
     results = []
-    for rank, (score, rowid, fused_rank, components) in enumerate(found, start=1):
-        memory_id, identifier, fact, tags, importance = rows[rowid]
+    for rank, (score, p, fused_rank, components) in enumerate(found, start=1):
+        memory_id, identifier, fact, tags, importance = rows[p]
         results.append(
             SearchResult(
                 rank=rank,

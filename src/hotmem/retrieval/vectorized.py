@@ -20,6 +20,7 @@ use (``hotmem[fast]``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -153,6 +154,20 @@ class VectorizedChannels:
     def in_scope(self, position: int) -> bool:
         """Whether ``position`` is searched."""
         return self._offset(position) is not None
+
+    def values(self, positions: Sequence[int]) -> tuple[list[float], list[float | None]]:
+        """The exact cosine and the raw BM25 (``None``: no match) of each of ``positions``
+        (positions in scope: those a ranking returned)."""
+        at = np.asarray(positions, dtype=np.intp)
+        offsets = at if self.positions is None else np.searchsorted(self.positions, at)
+        cosines: list[float] = self.exact(offsets).tolist()
+        raws = [
+            raw if matched else None
+            for raw, matched in zip(
+                self.raws[offsets].tolist(), self.matched[offsets].tolist(), strict=True
+            )
+        ]
+        return cosines, raws
 
     # -- ranking ---------------------------------------------------------------------------------
     def _admitted(self, rule: Rule, offsets: Any, cosine: Floats) -> Bools:

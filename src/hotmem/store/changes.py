@@ -27,11 +27,12 @@ from hotmem.store.lexical_index import Table
 __all__ = [
     "EVERY_MEMORY_CHANGED",
     "Mark",
+    "ResultRow",
     "changed_since",
     "current_mark",
     "log_changed",
-    "memory_ids",
     "phrase_scores",
+    "result_rows",
     "space_vectors",
     "token_occurrences",
 ]
@@ -105,24 +106,31 @@ def phrase_scores(
     return {int(rowid): float(raw) for rowid, raw in connection.execute(sql, (expression,))}
 
 
-def memory_ids(
+#: What a search returns of a memory: memory_id, identifier, fact, tags (JSON), importance.
+ResultRow = tuple[str, str, str, str, float]
+
+
+def result_rows(
     connection: sqlite3.Connection, target: str, rowids: Collection[int]
-) -> dict[int, str]:
-    """rowid -> memory_id of the memories of ``rowids``.
+) -> dict[int, ResultRow]:
+    """rowid -> the fields a search returns, of the memories of ``rowids`` (their memory_ids
+    break ties, the rest is read with them: one statement for both).
 
     Raises:
         StoreError: a memory_id is not text.
     """
     rows = connection.execute(
-        f"SELECT rowid, memory_id FROM memories WHERE rowid {_IN}", (json.dumps(sorted(rowids)),)
+        "SELECT rowid, memory_id, identifier, fact, tags, importance FROM memories "
+        f"WHERE rowid {_IN}",
+        (json.dumps(list(rowids)),),
     ).fetchall()
-    for _, memory_id in rows:
-        if not isinstance(memory_id, str):
+    for row in rows:
+        if not isinstance(row[1], str):
             breach = "expected memory_id as text"
             raise StoreError(
-                f"store {target!r} holds a damaged memory, memory_id={shown(memory_id)}: {breach}"
+                f"store {target!r} holds a damaged memory, memory_id={shown(row[1])}: {breach}"
             )
-    return {int(rowid): memory_id for rowid, memory_id in rows}
+    return {int(row[0]): row[1:] for row in rows}
 
 
 def space_vectors(

@@ -194,14 +194,18 @@ def _helper(path: str, mark: tuple[int, int], jobs: list[Job], out: list[object]
         helper.close()
 
 
-def _rows(connection: sqlite3.Connection, path: str | None, jobs: list[Job]) -> list[Any]:
+def _rows(
+    connection: sqlite3.Connection, path: str | None, jobs: list[Job], parallel: bool
+) -> list[Any]:
     """The one row each of ``jobs`` returns, in the caller's read transaction's state. For a
-    store file, every other job runs on a second connection, in a thread of its own, when it
-    sees the same state (the same mark): SQLite computes the aggregates on both cores."""
+    store file and ``parallel``, every other job runs on a second
+    connection, in a thread of its own, when it sees the same state (the same mark): SQLite
+    computes the aggregates on both cores. (A thread and a connection cost about a chunk's
+    read: a store of one chunk is read on one.)"""
     found: list[Any] = [None] * len(jobs)
     helped: list[object] = []
     thread = None
-    if path not in (None, "", ":memory:") and len(jobs) > 1:
+    if path not in (None, "", ":memory:") and parallel:
         args = (path, _mark(connection), jobs[1::2], helped)
         thread = threading.Thread(target=_helper, args=args, daemon=True)
         thread.start()
@@ -236,7 +240,7 @@ def _every_memory(
         for span in spans
     ]
     jobs: list[Job] = [(_COLUMNS_SQL, span) for span in spans] + sizes
-    rows = _rows(connection, path, jobs)
+    rows = _rows(connection, path, jobs, parallel=len(spans) > 1)
     for span, (rowids, blob, scaled, bad, odd) in zip(spans, rows, strict=False):
         if rowids is None:
             continue

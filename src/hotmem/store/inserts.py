@@ -12,12 +12,14 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 from itertools import islice
+from typing import TYPE_CHECKING
 
-from hotmem.embedding.registry import Embedder
 from hotmem.errors import DuplicateMemoryError, ValidationError
-from hotmem.models import Memory
 from hotmem.store import lexical_index, schema, spaces
-from hotmem.store.rows import memory_row
+
+if TYPE_CHECKING:
+    from hotmem.embedding.registry import Embedder
+    from hotmem.models import Memory
 
 __all__ = [
     "ADD_BATCH",
@@ -40,7 +42,7 @@ _INSERT_MEMORY = (
 )
 Row = tuple[str, str, str, float, str, str, bytes]
 #: ``(space name, embedder)`` of every space but hotmem-hash-v1.
-SpaceEmbedders = tuple[tuple[str, Embedder], ...]
+SpaceEmbedders = tuple[tuple[str, "Embedder"], ...]
 #: ``(space name, the batch's vectors in order)``.
 SpaceRows = list[tuple[str, list[bytes]]]
 
@@ -54,6 +56,8 @@ def batches(items: Iterable[Memory], size: int) -> Iterator[list[Memory]]:
 
 def rows_of(batch: list[Memory]) -> list[Row]:
     """The rows of ``batch``, embedded."""
+    from hotmem.store.rows import memory_row  # the embedding and the row checks, with writes
+
     return list(map(memory_row, batch))
 
 

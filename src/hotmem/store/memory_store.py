@@ -12,23 +12,25 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from hotmem.errors import MemoryNotFoundError, ValidationError
 from hotmem.fields import lookup_text
-from hotmem.models import Clock, Memory, make_memory, memory_from_mapping, system_clock
 from hotmem.store import inserts, sqlerrors
-from hotmem.store import reindex as reindexing
 from hotmem.store import setup as storage
 from hotmem.store.inserts import ADD_BATCH
 from hotmem.store.options import Accelerator, accelerated, checked_timeout
-from hotmem.store.rows import MEMORY_COLUMNS, memory_from_row
 from hotmem.store.settings import Settings
 from hotmem.store.space_methods import VectorSpaces
 from hotmem.store.upkeep import Upkeep
 
+if TYPE_CHECKING:
+    from hotmem.models import Clock, Memory
+
 __all__ = ["Accelerator", "MemoryStore", "open_store"]
 
-_SELECT_MEMORY = f"SELECT {MEMORY_COLUMNS} FROM memories"
+# The columns hotmem.store.rows.memory_from_row reads, in its order (MEMORY_COLUMNS).
+_SELECT_MEMORY = "SELECT memory_id, identifier, fact, importance, tags, created_at FROM memories"
 
 
 class MemoryStore(VectorSpaces, Settings, Upkeep):
@@ -38,7 +40,7 @@ class MemoryStore(VectorSpaces, Settings, Upkeep):
         self,
         path: str | os.PathLike[str],
         *,
-        clock: Clock = system_clock,
+        clock: Clock | None = None,
         busy_timeout: float = storage.BUSY_TIMEOUT,
         accelerator: Accelerator = "auto",
         model_dir: str | os.PathLike[str] | None = None,
@@ -155,6 +157,8 @@ class MemoryStore(VectorSpaces, Settings, Upkeep):
             DuplicateMemoryError: ``memory_id`` already exists.
             StoreError: the store cannot be written (locked past the busy timeout, read-only).
         """
+        from hotmem.models import make_memory, system_clock
+
         memory = make_memory(
             fact,
             identifier=identifier,
@@ -162,7 +166,7 @@ class MemoryStore(VectorSpaces, Settings, Upkeep):
             tags=tags,
             memory_id=memory_id,
             created_at=created_at,
-            clock=self._clock,
+            clock=self._clock or system_clock,
         )
         self._insert([memory], 1)
         return memory
@@ -208,13 +212,16 @@ class MemoryStore(VectorSpaces, Settings, Upkeep):
     def _validated(
         self, items: Iterable[Memory | Mapping[str, object]], keep: list[Memory] | None
     ) -> Iterator[Memory]:
+        from hotmem.models import Memory, memory_from_mapping, system_clock
+
+        clock = self._clock or system_clock
         for position, item in enumerate(items):
             try:
                 if isinstance(item, Memory):
                     # Re-validate: a Memory can be built by hand with any values.
                     memory = memory_from_mapping(item.to_dict())
                 else:
-                    memory = memory_from_mapping(item, clock=self._clock)
+                    memory = memory_from_mapping(item, clock=clock)
             except ValidationError as exc:
                 raise type(exc)(f"memory #{position}: {exc}") from None
             if keep is not None:
@@ -223,6 +230,8 @@ class MemoryStore(VectorSpaces, Settings, Upkeep):
 
     def _insert(self, memories: Iterable[Memory], batch_size: int) -> int:
         """Insert every memory in one transaction; the first batch is embedded before it."""
+        from hotmem.store import reindex as reindexing  # writes only
+
         batches = inserts.batches(memories, batch_size)
         first = next(batches, None)
         if first is None:
@@ -269,6 +278,8 @@ class MemoryStore(VectorSpaces, Settings, Upkeep):
             ).fetchone()
         if row is None:
             raise MemoryNotFoundError(f"no memory with memory_id={memory_id!r}")
+        from hotmem.store.rows import memory_from_row
+
         return memory_from_row(row, self._path)
 
     def count(self, identifier: str | None = None) -> int:
@@ -306,6 +317,8 @@ class MemoryStore(VectorSpaces, Settings, Upkeep):
 
     def _rows(self, sql: str, parameters: tuple[str, ...]) -> Iterator[Memory]:
         with sqlerrors.translated(self._path, "read", self._busy_timeout):
+            from hotmem.store.rows import memory_from_row
+
             for row in self._connection.execute(sql, parameters):
                 yield memory_from_row(row, self._path)
 
@@ -330,7 +343,7 @@ class MemoryStore(VectorSpaces, Settings, Upkeep):
 def open_store(
     path: str | os.PathLike[str],
     *,
-    clock: Clock = system_clock,
+    clock: Clock | None = None,
     busy_timeout: float = storage.BUSY_TIMEOUT,
     accelerator: Accelerator = "auto",
     model_dir: str | os.PathLike[str] | None = None,
@@ -338,7 +351,8 @@ def open_store(
     """Open (creating if needed) the HotMem store at ``path``; ``":memory:"`` is allowed.
 
     Only ``path`` (and, beside it, SQLite's ``-wal`` and ``-shm`` files while the store is
-    open) is touched. ``clock`` supplies ``created_at`` for memories added without one.
+    open) is touched. ``clock`` supplies ``created_at`` for memories added without one (the
+    system clock when ``None``).
     ``busy_timeout`` is how many seconds a write waits for another connection's write lock.
     ``accelerator`` chooses the vector scan: ``"auto"`` (numpy when installed, the ``fast``
     extra), ``"numpy"`` or ``"off"``; search results are bit-identical whichever runs.

@@ -23,7 +23,6 @@ the full-text index tokenizes rebuilds it (``lexical_index.rebuild``).
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from collections.abc import Callable
 
@@ -128,7 +127,7 @@ def _vector_spaces(connection: sqlite3.Connection) -> None:
     connection.execute(
         "INSERT OR IGNORE INTO vector_spaces (name, model_id, digest, dimension, dtype) "
         "VALUES (?, ?, ?, 64, 'float32-le')",
-        (name, name, hashlib.sha256(name.encode("utf-8")).hexdigest()),
+        (name, name, _sha256(name)),
     )
     connection.execute("DROP TRIGGER IF EXISTS memories_vectors_delete")
     connection.execute(
@@ -183,6 +182,12 @@ END"""
             "INSERT OR REPLACE INTO hotmem_meta (key, value) VALUES ('default_profile_spaces', ?)",
             ('["all-minilm-l6-v2"]' if semantic else "[]",),
         )
+
+
+def _sha256(text: str) -> str:
+    import hashlib  # here: only a migration from version 3 needs it
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 #: from-version -> the migration to the next version.

@@ -6,7 +6,6 @@ import importlib.util
 import math
 from typing import Literal, get_args
 
-from hotmem.embedding.registry import install_hint
 from hotmem.errors import MissingExtraError, ValidationError
 from hotmem.fields import shown
 
@@ -53,6 +52,8 @@ def accelerated(accelerator: object) -> bool:
         return False
     available = importlib.util.find_spec("numpy") is not None  # found, not imported
     if accelerator == "numpy" and not available:
+        from hotmem.embedding.registry import install_hint  # an error's words only
+
         raise MissingExtraError(
             "accelerator='numpy' needs the 'fast' extra, which is not installed (missing "
             f"module: numpy); install it with {install_hint('fast')}",

@@ -20,13 +20,10 @@ from hotmem.embedding.registry import Embedder, get_embedder, install_hint
 from hotmem.errors import MissingExtraError, StoreError, ValidationError
 from hotmem.progress import ProgressCallback
 from hotmem.store import changes, spaces
-from hotmem.store.spaces import VectorSpace
+from hotmem.store.spaces import REINDEX_BATCH, VectorSpace
 
 __all__ = ["REINDEX_BATCH", "embedder_for", "reindex", "space_embedders"]
 
-#: Memories embedded and written a transaction by ``reindex`` (about 3 s of the semantic model
-#: on one core: a killed reindex loses at most that much work).
-REINDEX_BATCH = 256
 
 Transaction = Callable[[], AbstractContextManager[sqlite3.Connection]]
 ModelDir = str | os.PathLike[str] | None

@@ -54,6 +54,8 @@ def tags_from_text(text: object, memory_id: object, target: str) -> tuple[str, .
     Raises:
         StoreError: ``text`` is not a JSON array of strings.
     """
+    if text == "[]":  # most memories: no JSON to parse
+        return ()
     try:
         tags = json.loads(text) if isinstance(text, str) else None
     except (ValueError, RecursionError):

@@ -20,7 +20,6 @@ import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from hotmem.errors import StoreError
@@ -63,8 +62,8 @@ def connect(
     if "\x00" in target:
         raise StoreError(f"cannot open store {target!r}: expected a path, found a NUL character")
     if target != ":memory:":
-        parent = Path(target).resolve().parent
-        if not parent.is_dir():
+        parent = os.path.dirname(os.path.realpath(target))
+        if not os.path.isdir(parent):
             raise StoreError(
                 f"cannot open store {target!r}: directory {str(parent)!r} does not exist"
             )

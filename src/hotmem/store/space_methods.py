@@ -14,12 +14,10 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from hotmem.embedding.hash_v1 import MODEL_NAME
-from hotmem.embedding.registry import get_embedder
 from hotmem.errors import ValidationError
 from hotmem.progress import ProgressCallback
 from hotmem.store import changes, spaces
-from hotmem.store import reindex as reindexing
-from hotmem.store.spaces import VectorSpace
+from hotmem.store.spaces import REINDEX_BATCH, VectorSpace
 
 __all__ = ["VectorSpaces"]
 
@@ -89,7 +87,7 @@ class VectorSpaces:
         *,
         model_dir: str | os.PathLike[str] | None = None,
         progress: ProgressCallback | None = None,
-        batch_size: int = reindexing.REINDEX_BATCH,
+        batch_size: int = REINDEX_BATCH,
     ) -> VectorSpace:
         """Register the vector space of the embedder ``model_id`` and build it (embed every
         memory, :meth:`reindex`); a space already there is completed, not rebuilt.
@@ -101,6 +99,9 @@ class VectorSpaces:
             StoreError: the store already has this space built by another model file
                 (rebuild it with :meth:`reindex`), or cannot be written.
         """
+        from hotmem.embedding.registry import get_embedder
+        from hotmem.store import reindex as reindexing
+
         directory = self._model_dir_of(model_dir)
         if model_id == MODEL_NAME:
             raise ValidationError(f"every store has the vector space {MODEL_NAME!r} already")
@@ -120,7 +121,7 @@ class VectorSpaces:
         rebuild: bool = False,
         model_dir: str | os.PathLike[str] | None = None,
         progress: ProgressCallback | None = None,
-        batch_size: int = reindexing.REINDEX_BATCH,
+        batch_size: int = REINDEX_BATCH,
     ) -> int:
         """Embed the memories lacking a vector in ``space`` (every memory with ``rebuild``,
         which also records the embedder's digest), one write transaction per ``batch_size``
@@ -136,6 +137,9 @@ class VectorSpaces:
             StoreError: without ``rebuild``, the space was built by another model file; or the
                 store cannot be written.
         """
+        from hotmem.embedding.registry import get_embedder
+        from hotmem.store import reindex as reindexing
+
         found = self.space(space)
         if found.name == MODEL_NAME:
             raise ValidationError(
