@@ -18,10 +18,12 @@ the canonical UTC text ``format_timestamp`` writes, ``YYYY-MM-DDTHH:MM:SS[.fffff
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from hotmem.errors import ValidationError
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 __all__ = [
     "FIELD_NAMES",
@@ -147,6 +149,8 @@ def _tags(value: object) -> Breach | None:
 
 def timestamp_or_breach(value: object, *, field: str = "created_at") -> datetime | Breach:
     """``value`` (an aware datetime, or ISO-8601 text with an offset) as aware UTC, or why not."""
+    from datetime import UTC, datetime  # here: a search reads no timestamp
+
     given = f"{field}={shown(value)}"
     moment = value
     if isinstance(value, str):
@@ -176,6 +180,8 @@ def _created_at(value: object) -> Breach | None:
 
 def format_timestamp(moment: datetime) -> str:
     """Canonical UTC text: ``YYYY-MM-DDTHH:MM:SSZ``, with ``.ffffff`` only when non-zero."""
+    from datetime import UTC
+
     # isoformat() omits the microseconds when they are zero, as the canonical form does.
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat() + "Z"
 

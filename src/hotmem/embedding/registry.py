@@ -36,6 +36,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from hotmem.embedding import SEMANTIC_MODEL
 from hotmem.embedding.hash_v1 import DIMENSION, DTYPE, HASH_DIGEST, MODEL_NAME, embed_bytes
 from hotmem.errors import MissingExtraError, ValidationError
 
@@ -55,7 +56,6 @@ __all__ = [
     "install_hint",
 ]
 
-SEMANTIC_MODEL = "all-minilm-l6-v2"
 MODEL_DIR_ENV = "HOTMEM_MODEL_DIR"
 
 

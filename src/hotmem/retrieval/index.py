@@ -34,6 +34,7 @@ from itertools import compress
 
 from hotmem.embedding.hash_v1 import DIMENSION, VECTOR_BYTES
 from hotmem.errors import StoreError
+from hotmem.retrieval.positions import Positions
 from hotmem.retrieval.postings import LexicalColumn, Postings, extended
 from hotmem.retrieval.rows import Rows
 from hotmem.retrieval.tokens import tokenizer
@@ -41,12 +42,14 @@ from hotmem.store import changes
 from hotmem.store.changes import Mark
 from hotmem.store.columns import MemoryColumns, memory_columns
 from hotmem.store.fts import cjk_index_text
+from hotmem.store.image import image_postings
 from hotmem.store.lexical_index import TABLES, Table
 
-__all__ = ["Positions", "SearchIndex", "SpaceColumn"]
+__all__ = ["Image", "SearchIndex", "SpaceColumn"]
 
 _ZERO = bytes(VECTOR_BYTES)
 _HASH = struct.Struct(f"<{DIMENSION}f")
+_BIG_ENDIAN = sys.byteorder == "big"
 #: The index reloads once the dead positions reach this share of the live ones.
 _DEAD_SHARE = 4
 
@@ -62,75 +65,6 @@ def _zero_vectors(blob: bytes | bytearray) -> list[int]:
         found.append(at // VECTOR_BYTES)
         at = blob.find(_ZERO, at + VECTOR_BYTES)
     return found
-
-
-class Positions:
-    """rowid -> position: an array by rowid (-1: none) while rowids are dense, as SQLite hands
-    them out, else a dict."""
-
-    def __init__(self) -> None:
-        self._dense: array[int] | None = array("q")
-        self._sparse: dict[int, int] = {}
-        self._count = 0
-
-    def add(self, rowids: Sequence[int], start: int) -> None:
-        """Give ``rowids`` the positions ``start``, ``start + 1``, ..."""
-        self._count += len(rowids)
-        dense = self._dense
-        top = max(rowids, default=-1)
-        if dense is not None and top > 4 * self._count + 65_536:  # sparse: a dict from now on
-            self._sparse = {r: p for r, p in enumerate(dense) if p >= 0}
-            self._dense = dense = None
-        if dense is None:
-            self._sparse.update(zip(rowids, range(start, start + len(rowids)), strict=True))
-            return
-        if top >= len(dense):
-            self._dense = dense = extended(dense, array("q", [-1]) * (top + 1 - len(dense)))
-        numpy = sys.modules.get("numpy")
-        if numpy is not None and len(rowids) > 1:
-            keys = numpy.asarray(rowids, dtype=numpy.int64)
-            numpy.frombuffer(dense, dtype=numpy.int64)[keys] = numpy.arange(
-                start, start + len(keys)
-            )
-            return
-        for p, rowid in enumerate(rowids, start):
-            dense[rowid] = p
-
-    def remove(self, rowid: int) -> None:
-        """Forget ``rowid``."""
-        self._count -= 1
-        if self._dense is None:
-            del self._sparse[rowid]
-        else:
-            self._dense[rowid] = -1
-
-    def get(self, rowid: int) -> int | None:
-        """The position of ``rowid``, ``None`` when it has none."""
-        if self._dense is None:
-            return self._sparse.get(rowid)
-        found = self._dense[rowid] if 0 <= rowid < len(self._dense) else -1
-        return None if found < 0 else found
-
-    def __contains__(self, rowid: object) -> bool:
-        return isinstance(rowid, int) and self.get(rowid) is not None
-
-    def many(self, rowids: array[int]) -> Sequence[int] | None:
-        """The positions of ``rowids`` in order; ``None`` when one has none."""
-        dense = self._dense
-        numpy = sys.modules.get("numpy")
-        if dense is not None and numpy is not None and rowids:
-            keys = numpy.frombuffer(rowids, dtype=numpy.int64)
-            if keys.min() < 0 or keys.max() >= len(dense):
-                return None
-            found = numpy.frombuffer(dense, dtype=numpy.int64)[keys]
-            return None if (found < 0).any() else array("q", found.tobytes())
-        try:
-            if dense is not None:  # in C: a rowid past the array, or below 0, has no position
-                found = array("q", map(dense.__getitem__, rowids))
-                return None if min(rowids, default=0) < 0 or min(found, default=0) < 0 else found
-            return list(map(self._sparse.__getitem__, rowids))
-        except (IndexError, KeyError):
-            return None
 
 
 @dataclass(slots=True)
@@ -173,6 +107,27 @@ class SpaceColumn:
         self.values.add(added)
 
 
+@dataclass(slots=True)
+class Image:
+    """What an index knows of the image the store keeps of it (``image.py``).
+
+    Attributes:
+        mark: the image's mark.
+        count: how many of the index's positions it covers.
+        aligned: whether those are the image's positions too (no memory of the index was
+            dead when it was written): only then are the image's postings the index's.
+        tokens: the (table, token) pairs whose postings it holds.
+        tried: the mark a write was last tried at (a busy or read-only store is not tried
+            again before it changes).
+    """
+
+    mark: Mark
+    count: int
+    aligned: bool
+    tokens: set[tuple[Table, str]]
+    tried: Mark | None = None
+
+
 class SearchIndex:
     """A store's memories as columns (the module docstring), for one store's connection."""
 
@@ -189,6 +144,7 @@ class SearchIndex:
         self.zero: set[int] = set()
         self.lexical: dict[Table, LexicalColumn] = {t: LexicalColumn(t) for t in TABLES}
         self.spaces: dict[str, SpaceColumn] = {}
+        self.image: Image | None = None
 
     # -- building --------------------------------------------------------------------------------
     @classmethod
@@ -248,10 +204,7 @@ class SearchIndex:
         self.position.add(columns.rowids, start)
         self.live = extended(self.live, b"\x01" * len(positions))
         self.importances = extended(self.importances, columns.importances)
-        for blob in columns.vectors:
-            first = len(self.vectors)
-            self.vectors.add(blob)
-            self.zero.update(first + i for i in _zero_vectors(blob))
+        self.append_vectors(columns.vectors)
         for identifier, rowids in columns.scopes.items():
             scope = self.scopes.get(identifier, array("q"))
             self.scopes[identifier] = extended(scope, self.position.many(rowids) or ())
@@ -263,6 +216,13 @@ class SearchIndex:
             width = 4 * space.dimension
             found = changes.space_vectors(connection, space.name, width, columns.rowids)
             space.extend(positions, columns.rowids, found)
+
+    def append_vectors(self, blobs: Sequence[bytes]) -> None:
+        """Append hash-v1 vectors (blobs of whole vectors), noting the zero ones."""
+        for blob in blobs:
+            first = len(self.vectors)
+            self.vectors.add(blob)
+            self.zero.update(first + i for i in _zero_vectors(blob))
 
     def _index_tokens(self, columns: MemoryColumns, positions: range) -> None:
         """Add the appended memories to the postings read so far, tokenized by FTS5; or drop
@@ -312,6 +272,8 @@ class SearchIndex:
         column = self.lexical[table]
         found = column.postings.get(token)
         if found is None:
+            found = self._imaged(connection, table, token)
+        if found is None:
             occurrences = changes.token_occurrences(connection, table, token)
             positions = self.position.many(occurrences)
             if positions is None:
@@ -321,8 +283,29 @@ class SearchIndex:
                     f"to belong to a memory, found rowid={stray} in the index only; "
                     "check_integrity() lists the problems"
                 )
-            found = column.postings[token] = Postings.of_occurrences(positions)
+            found = Postings.of_occurrences(positions)
+        column.postings[token] = found
         return found
+
+    def _imaged(self, connection: sqlite3.Connection, table: Table, token: str) -> Postings | None:
+        """The postings of ``token`` from the store's image of this index, while it has added
+        no memory since (the image's positions are then its own); else ``None``."""
+        image = self.image
+        if image is None or not image.aligned or len(self.rowids) != image.count:
+            return None
+        found = image_postings(connection, table, token)
+        if found is None or len(found[0]) != len(found[1]) or len(found[0]) % 8:
+            return None
+        positions, frequencies = array("q"), array("d")
+        positions.frombytes(found[0])
+        frequencies.frombytes(found[1])
+        if _BIG_ENDIAN:
+            positions.byteswap()
+            frequencies.byteswap()
+        if positions and not 0 <= min(positions) <= max(positions) < image.count:
+            return None
+        image.tokens.add((table, token))
+        return Postings(positions, frequencies)
 
     def vector(self, position: int) -> tuple[float, ...]:
         """The ``hotmem-hash-v1`` vector at ``position``, as floats."""

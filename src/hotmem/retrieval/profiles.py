@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, get_args
 
-from hotmem.embedding.registry import SEMANTIC_MODEL
+from hotmem.embedding import SEMANTIC_MODEL
 from hotmem.errors import ValidationError
 from hotmem.retrieval.channels import (
     MAX_WEIGHT,

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from hotmem.errors import MemoryNotFoundError
 from hotmem.fields import lookup_text
+from hotmem.retrieval import image
 from hotmem.retrieval.fusion import Rule, Weights, normalise_bm25, rrf, top, weighted
 from hotmem.retrieval.index import SearchIndex
 from hotmem.retrieval.prepared import Prepared, prepare
@@ -67,7 +68,9 @@ def index_of(store: MemoryStore, connection: sqlite3.Connection) -> SearchIndex:
     held = _INDEXES.get(store)
     if held is None and _numpy_for(store, changes.current_mark(connection).rowid):
         import hotmem.retrieval.vectorized  # noqa: F401  # numpy, before loading: it parses faster
-    found = SearchIndex.load(connection, store.path) if held is None else held.refresh(connection)
+    if held is None:
+        held = image.loaded(connection, store.path) or SearchIndex.load(connection, store.path)
+    found = held.refresh(connection)
     _INDEXES[store] = found
     return found
 
@@ -217,7 +220,9 @@ def search_memories(
             )
             for (score, p), cosine, raw in zip(winners, cosines, raws, strict=True)
         ]
-        return _materialise(store, prepared, found)
+        results = _materialise(store, prepared, found)
+    image.save(store, prepared.index)  # outside the read transaction: a write of its own
+    return results
 
 
 def _materialise(

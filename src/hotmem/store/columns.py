@@ -16,14 +16,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
-import threading
 from array import array
 from bisect import bisect_left
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
 from operator import truediv
-from pathlib import Path
 from typing import Any
 
 from hotmem.embedding.hash_v1 import VECTOR_BYTES
@@ -31,7 +29,15 @@ from hotmem.errors import StoreError
 from hotmem.fields import shown
 from hotmem.store.lexical_index import varints
 
-__all__ = ["MARK_SQL", "Job", "MemoryColumns", "integers", "memory_columns", "rowid_spans"]
+__all__ = [
+    "MARK_SQL",
+    "Job",
+    "MemoryColumns",
+    "integers",
+    "memory_columns",
+    "rowid_spans",
+    "vectors_upto",
+]
 
 _CHUNK = 65_536  # rowids aggregated a statement: about 16 MB of vectors
 _IN = "IN (SELECT value FROM json_each(?))"
@@ -180,6 +186,8 @@ def _mark(connection: sqlite3.Connection) -> tuple[int, int]:
 def _helper(path: str, mark: tuple[int, int], jobs: list[Job], out: list[object]) -> None:
     """Run ``jobs`` on a connection of this thread's own, when it sees the state ``mark``
     (else leave ``out`` empty: the caller runs them)."""
+    from pathlib import Path  # a second connection, for a store of several chunks only
+
     try:
         helper = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error:
@@ -206,6 +214,8 @@ def _rows(
     helped: list[object] = []
     thread = None
     if path not in (None, "", ":memory:") and parallel:
+        import threading
+
         args = (path, _mark(connection), jobs[1::2], helped)
         thread = threading.Thread(target=_helper, args=args, daemon=True)
         thread.start()
@@ -288,6 +298,26 @@ _ROW_CHECKS: tuple[tuple[Any, str, str], ...] = (
     (lambda r: isinstance(r[2], float) and 0.0 <= r[2] <= 1.0, _BAD_IMPORTANCE, "importance"),
     (lambda r: isinstance(r[3], bytes) and len(r[3]) == VECTOR_BYTES, _BAD_VECTOR, "embedding"),
 )
+
+
+def vectors_upto(connection: sqlite3.Connection, last: int) -> tuple[array[int], list[bytes]]:
+    """The rowids of the memories up to rowid ``last``, ascending, and their hash-v1 vectors
+    in the same order (blobs of whole vectors), as they are: for the rows a search index's
+    image vouches for (``hotmem.retrieval.image``), whose values it checked when it read them."""
+    rowids: array[int] = array("q")
+    blobs: list[bytes] = []
+    sql = (
+        "SELECT group_concat(rowid), CAST(group_concat(embedding, '') AS BLOB) FROM memories "
+        "WHERE rowid BETWEEN ? AND ?"
+    )
+    for start, stop in rowid_spans(connection, "memories", "rowid"):
+        if start > last:
+            break
+        ids, blob = connection.execute(sql, (start, min(stop, last))).fetchone()
+        if ids is not None:
+            rowids.extend(integers(ids))
+            blobs.append(blob)
+    return rowids, blobs
 
 
 def _some_memories(

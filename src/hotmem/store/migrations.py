@@ -140,9 +140,10 @@ END"""
 
 
 def _change_log(connection: sqlite3.Connection) -> None:
-    """4 -> 5: the change log search indexes refresh from (``changes.py``). Deleting or
-    rewriting a memory records its rowid; the log starts with a change to every memory, so
-    an index made before the migration reloads. The default profile's spaces are recorded."""
+    """4 -> 5: the change log search indexes refresh from (``changes.py``), and the table of
+    a search index's image (``image.py``). Deleting or rewriting a memory records its rowid;
+    the log starts with a change to every memory, so an index made before the migration
+    reloads. The default profile's spaces are recorded."""
     connection.execute(
         """CREATE TABLE IF NOT EXISTS hotmem_changes (
     seq           INTEGER PRIMARY KEY,
@@ -171,6 +172,21 @@ WHEN new.seq % 4096 = 0 BEGIN
 END"""
     )
     connection.execute("INSERT INTO hotmem_changes (memory_rowid) VALUES (NULL)")
+    connection.execute(
+        """CREATE TABLE IF NOT EXISTS hotmem_index (
+    part  TEXT PRIMARY KEY,
+    data  BLOB NOT NULL
+)"""
+    )
+    connection.execute(
+        """CREATE TABLE IF NOT EXISTS hotmem_index_postings (
+    tab          INTEGER NOT NULL,
+    token        TEXT NOT NULL,
+    positions    BLOB NOT NULL,
+    frequencies  BLOB NOT NULL,
+    PRIMARY KEY (tab, token)
+)"""
+    )
     # The spaces of the store's default profile, recorded beside its name (the store no longer
     # knows the profiles): those of version 4's built-in semantic profiles.
     row = connection.execute(

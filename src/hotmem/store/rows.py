@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hotmem.embedding.hash_v1 import embed_bytes
 from hotmem.errors import StoreError
 from hotmem.fields import canonical_timestamp_breach, format_timestamp, shown, timestamp_or_breach
-from hotmem.models import Memory
+
+if TYPE_CHECKING:
+    from hotmem.models import Memory
 
 __all__ = ["MEMORY_COLUMNS", "damaged", "memory_from_row", "memory_row", "tags_from_text"]
 
@@ -79,6 +80,10 @@ def memory_from_row(row: sqlite3.Row | tuple[Any, ...], target: str) -> Memory:
     Raises:
         StoreError: a value is not what the store writes.
     """
+    from datetime import datetime
+
+    from hotmem.models import Memory
+
     memory_id, identifier, fact, importance, tags, created_at = row
     _text(memory_id, "memory_id", memory_id, target)
     if not isinstance(importance, float) or not 0.0 <= importance <= 1.0:

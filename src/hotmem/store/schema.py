@@ -101,6 +101,20 @@ TABLES = {
     seq           INTEGER PRIMARY KEY,
     memory_rowid  INTEGER
 )""",
+    # A search index's image at a mark of the change log (``image.py``), so that a new process
+    # reads its columns and postings whole instead of computing them: derived data, never in
+    # a package, rewritten whole, ignored when the log cannot bring it up to date.
+    "hotmem_index": """CREATE TABLE hotmem_index (
+    part  TEXT PRIMARY KEY,
+    data  BLOB NOT NULL
+)""",
+    "hotmem_index_postings": """CREATE TABLE hotmem_index_postings (
+    tab          INTEGER NOT NULL,
+    token        TEXT NOT NULL,
+    positions    BLOB NOT NULL,
+    frequencies  BLOB NOT NULL,
+    PRIMARY KEY (tab, token)
+)""",
 }
 CREATE_TABLES = tuple(TABLES.values())
 

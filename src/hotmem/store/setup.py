@@ -257,6 +257,8 @@ def _reinitialise(connection: sqlite3.Connection, found: Inspection) -> None:
     tables = (
         "hotmem_fts_deferred",
         "hotmem_changes",
+        "hotmem_index",
+        "hotmem_index_postings",
         "space_vectors",
         "vector_spaces",
         "memories",

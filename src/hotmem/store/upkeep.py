@@ -13,7 +13,8 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from hotmem.progress import ProgressCallback
-from hotmem.store import changes, lexical_index, schema, spaces, sqlerrors
+from hotmem.store import changes, image, lexical_index, schema, spaces, sqlerrors
+from hotmem.store.image import Produce
 
 if TYPE_CHECKING:
     from hotmem.snapshot.writer import SnapshotReport
@@ -57,6 +58,17 @@ class Upkeep:
             self._connection, path, overwrite=overwrite, progress=progress
         )
         return report
+
+    def write_index_image(self, produce: Produce) -> bool:
+        """Replace the search index's image the store keeps with what ``produce`` makes
+        (``image.py``), waiting for no other writer; whether it was written (``False``: the
+        store was busy or read-only).
+
+        Raises:
+            StoreError: SQLite failed otherwise (the message says why).
+        """
+        with sqlerrors.translated(self._path, "write to", self._busy_timeout):
+            return image.write_image(self._connection, produce)
 
     def rebuild_lexical_index(self) -> None:
         """Rebuild the word and CJK indexes from the facts, in one write transaction.

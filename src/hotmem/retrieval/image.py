@@ -1,0 +1,252 @@
+"""A search index's image in the store, so that a new process starts from it.
+
+A full load computes every memory's columns from its row (``store.columns``); the image is
+those columns as they are (``hotmem_index``: 8-byte rowids, importances and token counts,
+each identifier's positions, little-endian), and the postings of the tokens the index has
+read (``hotmem_index_postings``), at a mark of the change log. A new process reads the image
+whole, the vectors from the memories with it (the image vouches for their rows: a row changed
+since is in the log), and refreshes from the image's mark to the store's state like any index
+(``index.py``). Nothing here is trusted beyond that: an image of another format, lexical
+derivation or SQLite, of parts that do not fit together, or older than what the change log
+keeps is ignored, and the store is loaded whole.
+
+**When an index writes its image** (after a search, outside its read transaction, waiting for
+no writer): after a full load; when a quarter of its memories were added since its image
+(``_STALE_SHARE``), or 4,096 when that is more; and, while it has added nothing since, the
+postings it read since, once they are 16 tokens or a quarter of those the image holds.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import compress
+from typing import Any
+
+from hotmem.embedding.hash_v1 import VECTOR_BYTES
+from hotmem.retrieval.index import Image, SearchIndex
+from hotmem.store import changes
+from hotmem.store.changes import Mark
+from hotmem.store.columns import vectors_upto
+from hotmem.store.fts import LEXICAL_INDEX
+from hotmem.store.image import Posted, image_part
+from hotmem.store.lexical_index import TABLES
+from hotmem.store.memory_store import MemoryStore
+
+__all__ = ["FORMAT", "encoded", "loaded", "save"]
+
+FORMAT = 1
+_STALE_SHARE = 4
+_STALE_FLOOR = 4096
+_TOKENS_FLOOR = 16
+
+
+_BIG_ENDIAN = sys.byteorder == "big"
+
+
+def _le(values: array[int] | array[float]) -> bytes:
+    """An array's items as little-endian bytes."""
+    if _BIG_ENDIAN:
+        values = array(values.typecode, values)
+        values.byteswap()
+    return values.tobytes()
+
+
+def _decoded(typecode: str, data: bytes | None) -> array[Any] | None:
+    """The array of little-endian ``data``, ``None`` when it is not a whole number of items."""
+    found: array[Any] = array(typecode)
+    if data is None or len(data) % found.itemsize:
+        return None
+    found.frombytes(data)
+    if _BIG_ENDIAN:
+        found.byteswap()
+    return found
+
+
+def _renumbered(index: SearchIndex) -> tuple[Sequence[int], array[int]]:
+    """The positions of the live memories of ``index``, and each position's new number in
+    the image (-1: dead)."""
+    n = len(index.rowids)
+    keep: Sequence[int] = list(compress(range(n), index.live)) if index.deaths else range(n)
+    renumbered = array("q", [-1]) * n
+    for new, old in enumerate(keep):
+        renumbered[old] = new
+    return keep, renumbered
+
+
+def _postings(index: SearchIndex, renumbered: array[int]) -> list[Posted]:
+    """The postings ``index`` holds, renumbered, dead memories left out."""
+    postings: list[Posted] = []
+    for table, column in index.lexical.items():
+        for token, held in column.postings.items():
+            pairs = [
+                (renumbered[p], f)
+                for p, f in zip(held.positions, held.frequencies, strict=True)
+                if renumbered[p] >= 0
+            ]
+            positions = _le(array("q", (p for p, _ in pairs)))
+            postings.append((table, token, positions, _le(array("d", (f for _, f in pairs)))))
+    return postings
+
+
+def encoded(index: SearchIndex) -> tuple[dict[str, bytes], list[Posted]]:
+    """The image of ``index``: its live memories renumbered in order, and the postings it
+    holds (dead memories left out)."""
+    keep, renumbered = _renumbered(index)
+    scopes = {name: [renumbered[p] for p in index.scope(name)] for name in index.scopes}
+    scopes = {name: found for name, found in scopes.items() if found}
+    header = {
+        "format": FORMAT,
+        "rowid": index.mark.rowid,
+        "change": index.mark.change,
+        "count": len(keep),
+        "lexical": LEXICAL_INDEX,
+        "sqlite": sqlite3.sqlite_version,
+        "scopes": [[name, len(found)] for name, found in scopes.items()],
+    }
+    words, grams = (index.lexical[t].lengths for t in ("memories_fts", "memories_cjk"))
+    parts = {
+        "header": json.dumps(header, ensure_ascii=False).encode("utf-8"),
+        "rowids": _le(array("q", (index.rowids[p] for p in keep))),
+        "importances": _le(array("d", (index.importances[p] for p in keep))),
+        "words": _le(array("d", (words[p] for p in keep))),
+        "grams": _le(array("d", (grams[p] for p in keep))),
+        "scope_positions": _le(array("q", (p for found in scopes.values() for p in found))),
+    }
+    return parts, _postings(index, renumbered)
+
+
+def _header(connection: sqlite3.Connection) -> dict[str, object] | None:
+    raw = image_part(connection, "header")
+    try:
+        header = json.loads(raw) if raw is not None else None
+    except ValueError:
+        return None
+    expected = {"format": FORMAT, "lexical": LEXICAL_INDEX, "sqlite": sqlite3.sqlite_version}
+    if not isinstance(header, dict) or any(header.get(k) != v for k, v in expected.items()):
+        return None
+    numbers = [header.get(k) for k in ("rowid", "change", "count")]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in numbers):
+        return None
+    return header
+
+
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """The columns of an image, decoded."""
+
+    rowids: array[int]
+    importances: array[float]
+    words: array[float]
+    grams: array[float]
+    scope_positions: array[int]
+
+
+def _columns(connection: sqlite3.Connection, count: int) -> _Columns | None:
+    decoded = {
+        name: _decoded(
+            "q" if name in ("rowids", "scope_positions") else "d", image_part(connection, name)
+        )
+        for name in ("rowids", "importances", "words", "grams", "scope_positions")
+    }
+    if any(found is None for found in decoded.values()):
+        return None
+    columns = _Columns(**decoded)  # type: ignore[arg-type]
+    sizes = {len(columns.rowids), len(columns.importances), len(columns.words), len(columns.grams)}
+    return columns if sizes == {count} else None
+
+
+def loaded(connection: sqlite3.Connection, target: str) -> SearchIndex | None:
+    """The index the store's image holds, at the image's mark (``None``: no usable image);
+    refresh it to bring it to the store's state."""
+    header = _header(connection)
+    if header is None:
+        return None
+    mark = Mark(int(header["rowid"]), int(header["change"]))  # type: ignore[call-overload]
+    count = int(header["count"])  # type: ignore[call-overload]
+    columns = _columns(connection, count)
+    scopes = _scopes(header.get("scopes"), columns)
+    if columns is None or scopes is None or changes.changed_since(connection, mark) is None:
+        return None
+    index = SearchIndex(target)
+    index.mark = mark
+    index.rowids = columns.rowids
+    index.position.add(columns.rowids, 0)
+    index.live = bytearray(b"\x01" * count)
+    index.importances = columns.importances
+    index.lexical["memories_fts"].extend(columns.words)
+    index.lexical["memories_cjk"].extend(columns.grams)
+    index.scopes = scopes
+    if not _vectors(index, connection, columns.rowids):
+        return None
+    index.image = Image(mark, count, aligned=True, tokens=set())
+    return index
+
+
+def _scopes(value: object, columns: _Columns | None) -> dict[str, array[int]] | None:
+    """Each identifier's positions, from the header's (identifier, count) pairs."""
+    if columns is None or not isinstance(value, list):
+        return None
+    positions, found, at = columns.scope_positions, {}, 0
+    for item in value:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
+            return None
+        name, size = item
+        if not isinstance(size, int) or not 0 < size <= len(positions) - at:
+            return None
+        found[name] = positions[at : at + size]
+        at += size
+    return found if at == len(positions) else None
+
+
+def _vectors(index: SearchIndex, connection: sqlite3.Connection, rowids: array[int]) -> bool:
+    """Append the vectors of ``rowids`` as the memories hold them (zeros for a memory deleted
+    since the image: the refresh kills it); whether they are whole vectors."""
+    read, blobs = vectors_upto(connection, index.mark.rowid)
+    if read != rowids:
+        at = {rowid: i for i, rowid in enumerate(read)}
+        joined = b"".join(blobs)
+        placed = bytearray(VECTOR_BYTES * len(rowids))
+        for position, rowid in enumerate(rowids):
+            i = at.get(rowid)
+            if i is not None:
+                source = joined[i * VECTOR_BYTES : (i + 1) * VECTOR_BYTES]
+                placed[position * VECTOR_BYTES : (position + 1) * VECTOR_BYTES] = source
+        blobs = [bytes(placed)]
+    if sum(map(len, blobs)) != VECTOR_BYTES * len(rowids):
+        return False
+    index.append_vectors(blobs)
+    return True
+
+
+def _wanted(index: SearchIndex) -> bool:
+    image = index.image
+    if image is None:
+        return True
+    added = len(index.rowids) - image.count
+    if added * _STALE_SHARE >= max(index.size, _STALE_FLOOR * _STALE_SHARE):
+        return True
+    if added:
+        return False
+    held = sum(len(column.postings) for column in index.lexical.values())
+    new = held - len(image.tokens)
+    return new >= max(_TOKENS_FLOOR, len(image.tokens) // 4)
+
+
+def save(store: MemoryStore, index: SearchIndex) -> None:
+    """Write ``index``'s image into ``store`` when it is wanted (module docstring); a store
+    that is busy or read-only is tried again once it changed."""
+    image = index.image
+    if not index.size or not _wanted(index) or (image is not None and image.tried == index.mark):
+        return
+    if store.write_index_image(lambda: encoded(index)):
+        tokens = {(t, token) for t in TABLES for token in index.lexical[t].postings}
+        index.image = Image(index.mark, len(index.rowids), not index.deaths, tokens)
+    elif image is not None:
+        image.tried = index.mark
+    else:
+        index.image = Image(Mark(-1, -1), 0, aligned=False, tokens=set(), tried=index.mark)
