@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import hotmem  # noqa: E402
-from hotmem.vectors import cosine  # noqa: E402
+from hotmem.retrieval.rerank import cosine  # noqa: E402
 from hotmem_eval.fixtures import load_fixture  # noqa: E402
 from hotmem_eval.ingest import open_fixture_store  # noqa: E402
 

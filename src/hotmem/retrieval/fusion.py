@@ -55,7 +55,6 @@ WEIGHTS = Weights()
 MIN_SIMILARITY = 0.4
 
 
-@dataclass(frozen=True, slots=True)
 class Rule:
     """Who is a candidate and how a candidate is scored under weighted fusion.
 
@@ -66,9 +65,27 @@ class Rule:
         gate: a lexical match needs ``cosine >= gate`` too (``None``: no gate).
     """
 
+    __slots__ = ("floor", "gate", "weights")
+
     weights: Weights
     floor: float | None
-    gate: float | None = None
+    gate: float | None
+
+    def __init__(self, weights: Weights, floor: float | None, gate: float | None = None) -> None:
+        self.weights = weights
+        self.floor = floor
+        self.gate = gate
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Rule:
+            return NotImplemented
+        return (self.weights, self.floor, self.gate) == (other.weights, other.floor, other.gate)
+
+    def __hash__(self) -> int:
+        return hash((self.weights, self.floor, self.gate))
+
+    def __repr__(self) -> str:
+        return f"Rule(weights={self.weights!r}, floor={self.floor!r}, gate={self.gate!r})"
 
     def admits(self, cosine: float, lexical_match: bool) -> bool:
         """Whether a memory in scope with this cosine and lexical match is a candidate."""

@@ -23,7 +23,6 @@ import sqlite3
 import sys
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import compress
 from typing import Any
 
@@ -43,6 +42,8 @@ FORMAT = 1
 _STALE_SHARE = 4
 _STALE_FLOOR = 4096
 _TOKENS_FLOOR = 16
+#: The mark of an image not written yet (its write was tried, the store was busy).
+_NONE = Mark(-1, -1)
 
 
 _BIG_ENDIAN = sys.byteorder == "big"
@@ -135,15 +136,30 @@ def _header(connection: sqlite3.Connection) -> dict[str, object] | None:
     return header
 
 
-@dataclass(frozen=True, slots=True)
 class _Columns:
     """The columns of an image, decoded."""
+
+    __slots__ = ("grams", "importances", "rowids", "scope_positions", "words")
 
     rowids: array[int]
     importances: array[float]
     words: array[float]
     grams: array[float]
     scope_positions: array[int]
+
+    def __init__(
+        self,
+        rowids: array[int],
+        importances: array[float],
+        words: array[float],
+        grams: array[float],
+        scope_positions: array[int],
+    ) -> None:
+        self.rowids = rowids
+        self.importances = importances
+        self.words = words
+        self.grams = grams
+        self.scope_positions = scope_positions
 
 
 def _columns(connection: sqlite3.Connection, count: int) -> _Columns | None:
@@ -225,7 +241,7 @@ def _vectors(index: SearchIndex, connection: sqlite3.Connection, rowids: array[i
 
 def _wanted(index: SearchIndex) -> bool:
     image = index.image
-    if image is None:
+    if image is None or image.mark == _NONE:
         return True
     added = len(index.rowids) - image.count
     if added * _STALE_SHARE >= max(index.size, _STALE_FLOOR * _STALE_SHARE):
@@ -239,9 +255,15 @@ def _wanted(index: SearchIndex) -> bool:
 
 def save(store: MemoryStore, index: SearchIndex) -> None:
     """Write ``index``'s image into ``store`` when it is wanted (module docstring); a store
-    that is busy or read-only is tried again once it changed."""
+    that is busy or read-only is tried again once it changed; an in-memory store, which no
+    other process opens, never."""
     image = index.image
-    if not index.size or not _wanted(index) or (image is not None and image.tried == index.mark):
+    if (
+        store.path == ":memory:"
+        or not index.size
+        or not _wanted(index)
+        or (image is not None and image.tried == index.mark)
+    ):
         return
     if store.write_index_image(lambda: encoded(index)):
         tokens = {(t, token) for t in TABLES for token in index.lexical[t].postings}
@@ -249,4 +271,4 @@ def save(store: MemoryStore, index: SearchIndex) -> None:
     elif image is not None:
         image.tried = index.mark
     else:
-        index.image = Image(Mark(-1, -1), 0, aligned=False, tokens=set(), tried=index.mark)
+        index.image = Image(_NONE, 0, aligned=False, tokens=set(), tried=index.mark)

@@ -9,11 +9,12 @@ follow rowids at a load and grow by appending.
 
 **Refreshing** (:meth:`SearchIndex.refresh`, at the start of every search, in its read
 transaction): the store's mark (``store.changes``) says whether anything changed. New memories
-(rowids past the mark) and memories the change log names are read, the latter killed at their
-old position first; what they add to the postings already read is tokenized by FTS5 itself
-(``tokens.py``), or those postings are dropped and read again on demand when the delta holds
-more tokens than they do. A position killed stays (``live`` is 0) until the index reloads, when
-the dead reach a quarter of the live or the log cannot say what changed.
+(rowids past the mark; past the largest rowid still live when the mark's own memory went, since
+SQLite then hands its rowid out again) and memories the change log names are read, the latter
+killed at their old position first; what they add to the postings already read is tokenized by
+FTS5 itself (``tokens.py``), or those postings are dropped and read again on demand when the
+delta holds more tokens than they do. A position killed stays (``live`` is 0) until the index
+reloads, when the dead reach a quarter of the live or the log cannot say what changed.
 
 **Postings** of a token are read on first use from the store's own index (its occurrence list,
 ``store.changes.token_occurrences``) and kept, appended to, with the index.
@@ -29,7 +30,6 @@ import struct
 import sys
 from array import array
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
 from itertools import compress
 
 from hotmem.embedding.hash_v1 import DIMENSION, VECTOR_BYTES
@@ -67,18 +67,22 @@ def _zero_vectors(blob: bytes | bytearray) -> list[int]:
     return found
 
 
-@dataclass(slots=True)
 class SpaceColumn:
     """A vector space's vectors by position, little-endian float32 (zeros where a memory has
     none: ``missing``)."""
 
+    __slots__ = ("dimension", "missing", "name", "values")
+
     name: str
     dimension: int
-    values: Rows = field(init=False)
-    missing: set[int] = field(default_factory=set)
+    values: Rows
+    missing: set[int]
 
-    def __post_init__(self) -> None:
-        self.values = Rows(4 * self.dimension)
+    def __init__(self, name: str, dimension: int, missing: set[int] | None = None) -> None:
+        self.name = name
+        self.dimension = dimension
+        self.missing = set() if missing is None else missing
+        self.values = Rows(4 * dimension)
 
     def vector(self, position: int) -> tuple[float, ...]:
         """The vector at ``position``, as floats."""
@@ -107,7 +111,6 @@ class SpaceColumn:
         self.values.add(added)
 
 
-@dataclass(slots=True)
 class Image:
     """What an index knows of the image the store keeps of it (``image.py``).
 
@@ -121,11 +124,27 @@ class Image:
             again before it changes).
     """
 
+    __slots__ = ("aligned", "count", "mark", "tokens", "tried")
+
     mark: Mark
     count: int
     aligned: bool
     tokens: set[tuple[Table, str]]
-    tried: Mark | None = None
+    tried: Mark | None
+
+    def __init__(
+        self,
+        mark: Mark,
+        count: int,
+        aligned: bool,
+        tokens: set[tuple[Table, str]],
+        tried: Mark | None = None,
+    ) -> None:
+        self.mark = mark
+        self.count = count
+        self.aligned = aligned
+        self.tokens = tokens
+        self.tried = tried
 
 
 class SearchIndex:
@@ -182,9 +201,11 @@ class SearchIndex:
             return SearchIndex.load(connection, self.target)
         for position in gone:
             self._kill(position)
-        self._append(
-            memory_columns(connection, self.target, changed, after=self.mark.rowid), connection
-        )
+        after = self.mark.rowid
+        if after in changed:  # the newest memory went: SQLite may give its rowid, or lower
+            # ones, to new memories; every rowid past the largest one still live may be new
+            after = max(compress(self.rowids, self.live), default=0)
+        self._append(memory_columns(connection, self.target, changed, after=after), connection)
         self.mark = now
         return self
 

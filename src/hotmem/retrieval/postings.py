@@ -23,7 +23,6 @@ import sys
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from hotmem.store.lexical_index import Table
@@ -58,7 +57,6 @@ def extended(column: Any, values: Iterable[Any]) -> Any:
     return column
 
 
-@dataclass(slots=True)
 class Postings:
     """One token's postings: the positions of the memories it occurs in (each once) and how
     often, appended as the index grows; deleted memories stay until the index reloads.
@@ -67,10 +65,24 @@ class Postings:
     both as they are (an array of numpy's index type, an array of the floats the arithmetic
     takes), without a conversion a search."""
 
-    positions: array[int] = field(default_factory=lambda: array("q"))
-    frequencies: array[float] = field(default_factory=lambda: array("d"))
-    _hits: int = -1
-    _deaths: int = -1
+    __slots__ = ("_deaths", "_hits", "frequencies", "positions")
+
+    positions: array[int]
+    frequencies: array[float]
+    _hits: int
+    _deaths: int
+
+    def __init__(
+        self,
+        positions: array[int] | None = None,
+        frequencies: array[float] | None = None,
+        _hits: int = -1,
+        _deaths: int = -1,
+    ) -> None:
+        self.positions = array("q") if positions is None else positions
+        self.frequencies = array("d") if frequencies is None else frequencies
+        self._hits = _hits
+        self._deaths = _deaths
 
     @classmethod
     def of_occurrences(cls, positions: Sequence[int]) -> Postings:
@@ -103,18 +115,33 @@ class Postings:
         return self._hits
 
 
-@dataclass(slots=True)
 class LexicalColumn:
     """One lexical index's part of a search index: each memory's token count in it (as a
     double, BM25's ``D``; -1 for a memory without a row there: only facts with CJK have one in
     ``memories_cjk``), the row and token totals of the live memories, and the postings of the
     tokens asked for so far."""
 
+    __slots__ = ("lengths", "postings", "rows", "table", "tokens")
+
     table: Table
-    lengths: array[float] = field(default_factory=lambda: array("d"))
-    rows: int = 0
-    tokens: int = 0
-    postings: dict[str, Postings] = field(default_factory=dict)
+    lengths: array[float]
+    rows: int
+    tokens: int
+    postings: dict[str, Postings]
+
+    def __init__(
+        self,
+        table: Table,
+        lengths: array[float] | None = None,
+        rows: int = 0,
+        tokens: int = 0,
+        postings: dict[str, Postings] | None = None,
+    ) -> None:
+        self.table = table
+        self.lengths = array("d") if lengths is None else lengths
+        self.rows = rows
+        self.tokens = tokens
+        self.postings = {} if postings is None else postings
 
     @property
     def avgdl(self) -> float:

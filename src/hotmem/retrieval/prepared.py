@@ -12,7 +12,6 @@ from __future__ import annotations
 import sqlite3
 from array import array
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
 
 from hotmem.embedding.hash_v1 import MODEL_NAME, embed
 from hotmem.errors import StoreError
@@ -29,7 +28,6 @@ from hotmem.store.lexical_index import Table
 __all__ = ["Phrase", "Prepared", "VectorQuery", "prepare", "rule_of"]
 
 
-@dataclass(frozen=True, slots=True)
 class Phrase:
     """One phrase of the query in one lexical index, ready to score.
 
@@ -42,6 +40,8 @@ class Phrase:
         lengths: each position's token count in the index.
     """
 
+    __slots__ = ("avgdl", "idf", "lengths", "postings", "scores", "table")
+
     table: Table
     postings: Postings | None
     scores: dict[int, float] | None
@@ -49,20 +49,45 @@ class Phrase:
     avgdl: float
     lengths: array[float]
 
+    def __init__(
+        self,
+        table: Table,
+        postings: Postings | None,
+        scores: dict[int, float] | None,
+        idf: float,
+        avgdl: float,
+        lengths: array[float],
+    ) -> None:
+        self.table = table
+        self.postings = postings
+        self.scores = scores
+        self.idf = idf
+        self.avgdl = avgdl
+        self.lengths = lengths
 
-@dataclass(frozen=True, slots=True)
+
 class VectorQuery:
     """The query's vector in the profile's space: ``hotmem-hash-v1`` (``space`` is ``None``:
     the index's own vectors) or another space's column and the query's packed vector."""
 
+    __slots__ = ("packed", "space", "values")
+
     values: tuple[float, ...]
-    space: SpaceColumn | None = None
-    packed: bytes = b""
+    space: SpaceColumn | None
+    packed: bytes
+
+    def __init__(
+        self, values: tuple[float, ...], space: SpaceColumn | None = None, packed: bytes = b""
+    ) -> None:
+        self.values = values
+        self.space = space
+        self.packed = packed
 
 
-@dataclass(frozen=True, slots=True)
 class Prepared:
     """What an engine reads for one query (module docstring)."""
+
+    __slots__ = ("connection", "index", "phrases", "read", "rule", "scope", "vector", "whole")
 
     index: SearchIndex
     connection: sqlite3.Connection
@@ -71,7 +96,27 @@ class Prepared:
     rule: Rule
     phrases: tuple[Phrase, ...]
     vector: VectorQuery | None
-    read: dict[int, ResultRow] = field(default_factory=dict)  # the rows read so far
+    read: dict[int, ResultRow]  # the rows read so far
+
+    def __init__(
+        self,
+        index: SearchIndex,
+        connection: sqlite3.Connection,
+        scope: Sequence[int],
+        whole: bool,
+        rule: Rule,
+        phrases: tuple[Phrase, ...],
+        vector: VectorQuery | None,
+        read: dict[int, ResultRow] | None = None,
+    ) -> None:
+        self.index = index
+        self.connection = connection
+        self.scope = scope
+        self.whole = whole
+        self.rule = rule
+        self.phrases = phrases
+        self.vector = vector
+        self.read = {} if read is None else read
 
     def rows(self, positions: Collection[int]) -> dict[int, ResultRow]:
         """position -> what a search returns of the memory (read once a query)."""

@@ -19,9 +19,7 @@ the facts sharing more of the query's bigrams first (``hotmem.store.fts``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from hotmem.store.fts import CJK_RUN, TERM, cjk_grams, fold
+from hotmem.store.fts import TERM, cjk_grams, cjk_runs, fold, outside_cjk_runs
 
 __all__ = [
     "MAX_QUERY_TERMS",
@@ -78,7 +76,6 @@ def match_expression(terms: list[str]) -> str | None:
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
 
 
-@dataclass(frozen=True, slots=True)
 class LexicalQuery:
     """The lexical terms of one query, split between the two FTS5 tables.
 
@@ -87,8 +84,25 @@ class LexicalQuery:
         grams: the grams looked up in ``memories_cjk`` (of the query's CJK runs).
     """
 
+    __slots__ = ("grams", "words")
+
     words: tuple[str, ...]
     grams: tuple[str, ...]
+
+    def __init__(self, words: tuple[str, ...], grams: tuple[str, ...]) -> None:
+        self.words = words
+        self.grams = grams
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not LexicalQuery:
+            return NotImplemented
+        return self.words == other.words and self.grams == other.grams
+
+    def __hash__(self) -> int:
+        return hash((self.words, self.grams))
+
+    def __repr__(self) -> str:
+        return f"LexicalQuery(words={self.words!r}, grams={self.grams!r})"
 
     @property
     def words_expression(self) -> str | None:
@@ -113,7 +127,7 @@ def lexical_query(text: str) -> LexicalQuery:
     words: list[str] = []
     grams: list[str] = []
     for term in query_terms(text):
-        runs = CJK_RUN.findall(term)
+        runs = cjk_runs(term)
         if not runs:
             words.append(term)
             continue
@@ -121,7 +135,7 @@ def lexical_query(text: str) -> LexicalQuery:
             grams.extend(g for g in cjk_grams(run) if g not in grams)
         words.extend(
             rest
-            for rest in CJK_RUN.split(term)
+            for rest in outside_cjk_runs(term)
             if rest and rest not in STOPWORDS and rest not in words
         )
     return LexicalQuery(tuple(words), tuple(grams[:MAX_QUERY_TERMS]))

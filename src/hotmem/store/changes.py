@@ -1,11 +1,12 @@
 """What changed in a store since a search index read it, and the postings and ids it reads.
 
-An index remembers a :class:`Mark`: the largest memory rowid it has read and the last entry
-of the change log (``hotmem_changes``) it has applied. New memories have rowids past the mark
-(SQLite gives a new row the largest rowid plus one); a memory deleted or rewritten is logged
-by a trigger, a change to every memory (a rebuilt index, a dropped space) as a NULL rowid.
-:func:`changed_since` answers from the log, or says to reload when it cannot (the log was
-pruned past the mark, or every memory changed).
+An index remembers a :class:`Mark`: the largest memory rowid it has read and the last entry of
+the change log (``hotmem_changes``) it has applied. SQLite gives a new row the largest rowid
+plus one, so new memories have rowids past the mark, or, once the mark's own memory was deleted
+(which the log says), past the largest rowid still there; a memory deleted or rewritten is
+logged by a trigger, a change to every memory (a rebuilt index, a dropped space) as a NULL
+rowid. :func:`changed_since` answers from the log, or says to reload when it cannot (the log
+was pruned past the mark, or every memory changed).
 
 Everything here runs inside the caller's read transaction, so an index and its reads see one
 state of the store (``columns.py`` reads the memories' columns).
@@ -17,7 +18,6 @@ import json
 import sqlite3
 from array import array
 from collections.abc import Collection
-from dataclasses import dataclass
 
 from hotmem.errors import StoreError
 from hotmem.fields import shown
@@ -42,12 +42,28 @@ EVERY_MEMORY_CHANGED = "INSERT INTO hotmem_changes (memory_rowid) VALUES (NULL)"
 _IN = "IN (SELECT value FROM json_each(?))"
 
 
-@dataclass(frozen=True, slots=True)
 class Mark:
     """Where an index stands: the largest memory rowid and change-log entry it has read."""
 
+    __slots__ = ("change", "rowid")
+
     rowid: int
     change: int
+
+    def __init__(self, rowid: int, change: int) -> None:
+        self.rowid = rowid
+        self.change = change
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Mark:
+            return NotImplemented
+        return self.rowid == other.rowid and self.change == other.change
+
+    def __hash__(self) -> int:
+        return hash((self.rowid, self.change))
+
+    def __repr__(self) -> str:
+        return f"Mark(rowid={self.rowid!r}, change={self.change!r})"
 
 
 def current_mark(connection: sqlite3.Connection) -> Mark:

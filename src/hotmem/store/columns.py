@@ -19,7 +19,6 @@ import sys
 from array import array
 from bisect import bisect_left
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass, field
 from itertools import repeat
 from operator import truediv
 from typing import Any
@@ -70,7 +69,6 @@ _EXPECTED = {
 }
 
 
-@dataclass(slots=True)
 class MemoryColumns:
     """Some memories' ranking fields, in ascending rowid order.
 
@@ -85,13 +83,33 @@ class MemoryColumns:
         facts: each one's fact, when read (``None``: not read).
     """
 
-    rowids: array[int] = field(default_factory=lambda: array("q"))
-    scopes: dict[str, array[int]] = field(default_factory=dict)
-    importances: array[float] = field(default_factory=lambda: array("d"))
-    vectors: list[bytes] = field(default_factory=list)
-    words: array[float] = field(default_factory=lambda: array("d"))
-    grams: array[float] = field(default_factory=lambda: array("d"))
-    facts: list[str] | None = None
+    __slots__ = ("facts", "grams", "importances", "rowids", "scopes", "vectors", "words")
+
+    rowids: array[int]
+    scopes: dict[str, array[int]]
+    importances: array[float]
+    vectors: list[bytes]
+    words: array[float]
+    grams: array[float]
+    facts: list[str] | None
+
+    def __init__(
+        self,
+        rowids: array[int] | None = None,
+        scopes: dict[str, array[int]] | None = None,
+        importances: array[float] | None = None,
+        vectors: list[bytes] | None = None,
+        words: array[float] | None = None,
+        grams: array[float] | None = None,
+        facts: list[str] | None = None,
+    ) -> None:
+        self.rowids = array("q") if rowids is None else rowids
+        self.scopes = {} if scopes is None else scopes
+        self.importances = array("d") if importances is None else importances
+        self.vectors = [] if vectors is None else vectors
+        self.words = array("d") if words is None else words
+        self.grams = array("d") if grams is None else grams
+        self.facts = facts
 
 
 def integers(text: str) -> array[int]:

@@ -16,14 +16,15 @@ import re
 import unicodedata
 
 __all__ = [
-    "CJK_RUN",
     "CJK_TOKENIZER",
     "FTS_TOKENIZER",
     "LEXICAL_INDEX",
     "TERM",
     "cjk_grams",
     "cjk_index_text",
+    "cjk_runs",
     "fold",
+    "outside_cjk_runs",
 ]
 
 #: The tokenizer of ``memories_fts`` (the words of every fact).
@@ -35,8 +36,9 @@ CJK_TOKENIZER = "unicode61"
 LEXICAL_INDEX = f"{FTS_TOKENIZER}; cjk-bigram-v1"
 # A term: a run of letters, marks or numbers (``\w`` without the underscore, plus marks).
 TERM = re.compile(r"(?:[^\W_]|[\u0300-\u036f])+")
-# Letters of the scripts written without spaces between words (after NFKC).
-CJK_RUN = re.compile(
+# Letters of the scripts written without spaces between words (after NFKC): all outside
+# ASCII, so an ASCII text has none, and the pattern is compiled on the first text that may.
+_CJK_RUN = (
     "["
     "\u1100-\u11ff"  # Hangul Jamo
     "\u2e80-\u2fdf"  # CJK and Kangxi radicals
@@ -49,6 +51,23 @@ CJK_RUN = re.compile(
     "\U00020000-\U0003134f"  # CJK extensions B to G
     "]+"
 )
+_compiled: list[re.Pattern[str]] = []
+
+
+def _cjk_run() -> re.Pattern[str]:
+    if not _compiled:
+        _compiled.append(re.compile(_CJK_RUN))
+    return _compiled[0]
+
+
+def cjk_runs(text: str) -> list[str]:
+    """The runs of CJK letters in ``text``, in order."""
+    return [] if text.isascii() else _cjk_run().findall(text)
+
+
+def outside_cjk_runs(text: str) -> list[str]:
+    """The parts of ``text`` between its CJK runs (empty strings included), in order."""
+    return [text] if text.isascii() else _cjk_run().split(text)
 
 
 def fold(text: str) -> str:
@@ -70,9 +89,11 @@ def cjk_index_text(fact: str) -> str | None:
     >>> cjk_index_text("月曜日 at 東京")
     '月 曜 日 月曜 曜日 東 京 東京'
     """
+    if fact.isascii():
+        return None
     grams: list[str] = []
     for term in TERM.finditer(fold(fact)):
-        for run in CJK_RUN.findall(term.group()):
+        for run in cjk_runs(term.group()):
             grams.extend(run)
             if len(run) > 1:
                 grams.extend(cjk_grams(run))

@@ -19,7 +19,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Literal
 
 from hotmem.errors import StoreError
@@ -117,7 +116,6 @@ def use_wal(
         connection.execute(f"PRAGMA journal_size_limit = {_JOURNAL_SIZE_LIMIT}")
 
 
-@dataclass(frozen=True, slots=True)
 class Inspection:
     """What a database holds, as far as setting it up as a store is concerned.
 
@@ -130,11 +128,33 @@ class Inspection:
             write's transaction, or after an old or foreign writer left one behind).
     """
 
+    __slots__ = ("deferred", "has_memories", "meta", "objects", "triggers")
+
     objects: frozenset[str]
     triggers: dict[str, str]
     meta: dict[str, str] | None
     has_memories: bool
     deferred: bool
+
+    def __init__(
+        self,
+        objects: frozenset[str],
+        triggers: dict[str, str],
+        meta: dict[str, str] | None,
+        has_memories: bool,
+        deferred: bool,
+    ) -> None:
+        self.objects = objects
+        self.triggers = triggers
+        self.meta = meta
+        self.has_memories = has_memories
+        self.deferred = deferred
+
+    def __repr__(self) -> str:
+        return (
+            f"Inspection(objects={self.objects!r}, triggers={self.triggers!r}, "
+            f"meta={self.meta!r}, has_memories={self.has_memories!r}, deferred={self.deferred!r})"
+        )
 
 
 def _collapsed(sql: str) -> str:

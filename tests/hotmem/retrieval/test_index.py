@@ -177,3 +177,28 @@ def test_another_processs_writes_are_seen_by_a_refresh(tmp_path: Path) -> None:
 def index_of_store(store: hotmem.MemoryStore) -> SearchIndex:
     with store.reading() as connection:
         return index_of(store, connection)
+
+
+def test_a_rowid_handed_out_again_is_seen_as_new(tmp_path: Path) -> None:
+    """SQLite gives a new row the largest rowid plus one: once the newest memories are deleted,
+    their rowids (and lower ones deleted earlier) come back for new memories."""
+    path = tmp_path / "s.db"
+    with hotmem.open_store(path, accelerator="off") as store:
+        store.add_many(
+            {"fact": f"coffee {i}", "identifier": "a", "memory_id": f"m{i}"} for i in range(4)
+        )
+        store.delete("m1")
+        assert len(hotmem.search_memories(store, "coffee", limit=10)) == 3  # mark: rowid 4
+        store.delete("m3")
+        store.delete("m2")  # rowids 2 (deleted before the mark), 3 and 4 are free again
+        store.add("invoice coffee", identifier="a", memory_id="new-2")
+        store.add("invoice coffee", identifier="a", memory_id="new-3")
+        with store.reading() as connection:
+            rowids = connection.execute("SELECT rowid FROM memories ORDER BY rowid").fetchall()
+        assert rowids == [(1,), (2,), (3,)]
+        found = hotmem.search_memories(store, "invoice", limit=10, profile="bm25-only")
+        assert sorted(r.memory_id for r in found) == ["new-2", "new-3"]
+        with store.reading() as connection:
+            assert view(index_of(store, connection)) == view(
+                SearchIndex.load(connection, str(path))
+            )
