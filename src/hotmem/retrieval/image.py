@@ -186,7 +186,8 @@ def loaded(connection: sqlite3.Connection, target: str) -> SearchIndex | None:
     count = int(header["count"])  # type: ignore[call-overload]
     columns = _columns(connection, count)
     scopes = _scopes(header.get("scopes"), columns)
-    if columns is None or scopes is None or changes.changed_since(connection, mark) is None:
+    changed = changes.changed_since(connection, mark)
+    if columns is None or scopes is None or changed is None:
         return None
     index = SearchIndex(target)
     index.mark = mark
@@ -197,7 +198,7 @@ def loaded(connection: sqlite3.Connection, target: str) -> SearchIndex | None:
     index.lexical["memories_fts"].extend(columns.words)
     index.lexical["memories_cjk"].extend(columns.grams)
     index.scopes = scopes
-    if not _vectors(index, connection, columns.rowids):
+    if not _vectors(index, connection, columns.rowids, unchanged=not changed):
         return None
     index.image = Image(mark, count, aligned=True, tokens=set())
     return index
@@ -219,11 +220,15 @@ def _scopes(value: object, columns: _Columns | None) -> dict[str, array[int]] | 
     return found if at == len(positions) else None
 
 
-def _vectors(index: SearchIndex, connection: sqlite3.Connection, rowids: array[int]) -> bool:
+def _vectors(
+    index: SearchIndex, connection: sqlite3.Connection, rowids: array[int], unchanged: bool
+) -> bool:
     """Append the vectors of ``rowids`` as the memories hold them (zeros for a memory deleted
-    since the image: the refresh kills it); whether they are whole vectors."""
-    read, blobs = vectors_upto(connection, index.mark.rowid)
-    if read != rowids:
+    since the image: the refresh kills it); whether they are whole vectors. ``unchanged``: the
+    change log names no memory since the image, so the memories up to its mark are its own,
+    in its order."""
+    read, blobs = vectors_upto(connection, index.mark.rowid, rowids=not unchanged)
+    if read is not None and read != rowids:
         at = {rowid: i for i, rowid in enumerate(read)}
         joined = b"".join(blobs)
         placed = bytearray(VECTOR_BYTES * len(rowids))

@@ -318,24 +318,29 @@ _ROW_CHECKS: tuple[tuple[Any, str, str], ...] = (
 )
 
 
-def vectors_upto(connection: sqlite3.Connection, last: int) -> tuple[array[int], list[bytes]]:
-    """The rowids of the memories up to rowid ``last``, ascending, and their hash-v1 vectors
-    in the same order (blobs of whole vectors), as they are: for the rows a search index's
-    image vouches for (``hotmem.retrieval.image``), whose values it checked when it read them."""
-    rowids: array[int] = array("q")
+def vectors_upto(
+    connection: sqlite3.Connection, last: int, *, rowids: bool = True
+) -> tuple[array[int] | None, list[bytes]]:
+    """The rowids of the memories up to rowid ``last``, ascending (``None`` when not asked
+    for: reading them costs twice what the vectors do), and their hash-v1 vectors in the same
+    order (blobs of whole vectors), as they are: for the rows a search index's image vouches
+    for (``hotmem.retrieval.image``), whose values it checked when it read them."""
+    found: array[int] = array("q")
     blobs: list[bytes] = []
+    ids = "group_concat(rowid)" if rowids else "NULL"
     sql = (
-        "SELECT group_concat(rowid), CAST(group_concat(embedding, '') AS BLOB) FROM memories "
+        f"SELECT {ids}, CAST(group_concat(embedding, '') AS BLOB) FROM memories "
         "WHERE rowid BETWEEN ? AND ?"
     )
     for start, stop in rowid_spans(connection, "memories", "rowid"):
         if start > last:
             break
-        ids, blob = connection.execute(sql, (start, min(stop, last))).fetchone()
-        if ids is not None:
-            rowids.extend(integers(ids))
+        text, blob = connection.execute(sql, (start, min(stop, last))).fetchone()
+        if text is not None:
+            found.extend(integers(text))
+        if blob is not None:
             blobs.append(blob)
-    return rowids, blobs
+    return (found if rowids else None), blobs
 
 
 def _some_memories(

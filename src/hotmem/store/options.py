@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
+import sys
 from typing import Literal, get_args
 
 from hotmem.errors import MissingExtraError, ValidationError
@@ -50,7 +50,12 @@ def accelerated(accelerator: object) -> bool:
         )
     if accelerator == "off":
         return False
-    available = importlib.util.find_spec("numpy") is not None  # found, not imported
+    # found by the import system's finders, not imported (importlib.util would cost 4 ms)
+    available = "numpy" in sys.modules or any(
+        finder.find_spec("numpy", None) is not None
+        for finder in sys.meta_path
+        if hasattr(finder, "find_spec")
+    )
     if accelerator == "numpy" and not available:
         from hotmem.embedding.registry import install_hint  # an error's words only
 
