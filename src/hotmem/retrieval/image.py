@@ -33,7 +33,7 @@ from hotmem.store.changes import Mark
 from hotmem.store.columns import vectors_upto
 from hotmem.store.fts import LEXICAL_INDEX
 from hotmem.store.image import Posted, image_part
-from hotmem.store.lexical_index import TABLES
+from hotmem.store.lexical_index import TABLES, Table
 from hotmem.store.memory_store import MemoryStore
 
 __all__ = ["FORMAT", "encoded", "loaded", "save"]
@@ -68,22 +68,32 @@ def _decoded(typecode: str, data: bytes | None) -> array[Any] | None:
     return found
 
 
-def _renumbered(index: SearchIndex) -> tuple[Sequence[int], array[int]]:
+def _renumbered(index: SearchIndex) -> tuple[Sequence[int], array[int] | None]:
     """The positions of the live memories of ``index``, and each position's new number in
-    the image (-1: dead)."""
+    the image (-1: dead; ``None`` when every memory is live: the numbers are the positions)."""
     n = len(index.rowids)
-    keep: Sequence[int] = list(compress(range(n), index.live)) if index.deaths else range(n)
+    if not index.deaths:
+        return range(n), None
+    keep = list(compress(range(n), index.live))
     renumbered = array("q", [-1]) * n
     for new, old in enumerate(keep):
         renumbered[old] = new
     return keep, renumbered
 
 
-def _postings(index: SearchIndex, renumbered: array[int]) -> list[Posted]:
-    """The postings ``index`` holds, renumbered, dead memories left out."""
+def _postings(
+    index: SearchIndex, renumbered: array[int] | None, only: set[tuple[Table, str]] | None = None
+) -> list[Posted]:
+    """The postings ``index`` holds (of ``only`` when given), renumbered, dead memories left
+    out."""
     postings: list[Posted] = []
     for table, column in index.lexical.items():
         for token, held in column.postings.items():
+            if only is not None and (table, token) not in only:
+                continue
+            if renumbered is None:
+                postings.append((table, token, _le(held.positions), _le(held.frequencies)))
+                continue
             pairs = [
                 (renumbered[p], f)
                 for p, f in zip(held.positions, held.frequencies, strict=True)
@@ -94,11 +104,23 @@ def _postings(index: SearchIndex, renumbered: array[int]) -> list[Posted]:
     return postings
 
 
+def _kept(column: array[Any], keep: Sequence[int]) -> array[Any]:
+    """The values of ``column`` at ``keep`` (the column itself when ``keep`` is all of it)."""
+    if isinstance(keep, range) and len(keep) == len(column):
+        return column
+    return array(column.typecode, map(column.__getitem__, keep))
+
+
 def encoded(index: SearchIndex) -> tuple[dict[str, bytes], list[Posted]]:
     """The image of ``index``: its live memories renumbered in order, and the postings it
     holds (dead memories left out)."""
     keep, renumbered = _renumbered(index)
-    scopes = {name: [renumbered[p] for p in index.scope(name)] for name in index.scopes}
+    scopes: dict[str, Sequence[int]] = {
+        name: index.scope(name)
+        if renumbered is None
+        else [renumbered[p] for p in index.scope(name)]
+        for name in index.scopes
+    }
     scopes = {name: found for name, found in scopes.items() if found}
     header = {
         "format": FORMAT,
@@ -112,16 +134,17 @@ def encoded(index: SearchIndex) -> tuple[dict[str, bytes], list[Posted]]:
     words, grams = (index.lexical[t].lengths for t in ("memories_fts", "memories_cjk"))
     parts = {
         "header": json.dumps(header, ensure_ascii=False).encode("utf-8"),
-        "rowids": _le(array("q", (index.rowids[p] for p in keep))),
-        "importances": _le(array("d", (index.importances[p] for p in keep))),
-        "words": _le(array("d", (words[p] for p in keep))),
-        "grams": _le(array("d", (grams[p] for p in keep))),
-        "scope_positions": _le(array("q", (p for found in scopes.values() for p in found))),
+        "rowids": _le(_kept(index.rowids, keep)),
+        "importances": _le(_kept(index.importances, keep)),
+        "words": _le(_kept(words, keep)),
+        "grams": _le(_kept(grams, keep)),
+        "scope_positions": b"".join(_le(array("q", found)) for found in scopes.values()),
     }
     return parts, _postings(index, renumbered)
 
 
-def _header(connection: sqlite3.Connection) -> dict[str, object] | None:
+def _header(connection: sqlite3.Connection) -> tuple[dict[str, object], bytes] | None:
+    """The image's header, decoded and as stored; ``None`` when it is not one of ours."""
     raw = image_part(connection, "header")
     try:
         header = json.loads(raw) if raw is not None else None
@@ -133,7 +156,8 @@ def _header(connection: sqlite3.Connection) -> dict[str, object] | None:
     numbers = [header.get(k) for k in ("rowid", "change", "count")]
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in numbers):
         return None
-    return header
+    assert raw is not None
+    return header, raw
 
 
 class _Columns:
@@ -179,9 +203,10 @@ def _columns(connection: sqlite3.Connection, count: int) -> _Columns | None:
 def loaded(connection: sqlite3.Connection, target: str) -> SearchIndex | None:
     """The index the store's image holds, at the image's mark (``None``: no usable image);
     refresh it to bring it to the store's state."""
-    header = _header(connection)
-    if header is None:
+    found = _header(connection)
+    if found is None:
         return None
+    header, raw = found
     mark = Mark(int(header["rowid"]), int(header["change"]))  # type: ignore[call-overload]
     count = int(header["count"])  # type: ignore[call-overload]
     columns = _columns(connection, count)
@@ -200,7 +225,7 @@ def loaded(connection: sqlite3.Connection, target: str) -> SearchIndex | None:
     index.scopes = scopes
     if not _vectors(index, connection, columns.rowids, unchanged=not changed):
         return None
-    index.image = Image(mark, count, aligned=True, tokens=set())
+    index.image = Image(mark, count, aligned=True, tokens=set(), header=raw)
     return index
 
 
@@ -258,10 +283,24 @@ def _wanted(index: SearchIndex) -> bool:
     return new >= max(_TOKENS_FLOOR, len(image.tokens) // 4)
 
 
+def _added_postings(index: SearchIndex) -> set[tuple[Table, str]] | None:
+    """The tokens whose postings ``index`` holds and its image lacks, when they can be added
+    to the image as they are (the image's positions are the index's: it was aligned and the
+    index has added no memory since); else ``None``."""
+    image = index.image
+    if image is None or image.mark == _NONE or not image.aligned:
+        return None
+    if image.count != len(index.rowids):
+        return None
+    held = {(t, token) for t in TABLES for token in index.lexical[t].postings}
+    return held - image.tokens
+
+
 def save(store: MemoryStore, index: SearchIndex) -> None:
-    """Write ``index``'s image into ``store`` when it is wanted (module docstring); a store
-    that is busy or read-only is tried again once it changed; an in-memory store, which no
-    other process opens, never."""
+    """Write ``index``'s image into ``store`` when it is wanted (module docstring): only the
+    postings it read since when that is all that changed, else the whole image. A store that
+    is busy or read-only is tried again once it changed; an in-memory store, which no other
+    process opens, never."""
     image = index.image
     if (
         store.path == ":memory:"
@@ -270,9 +309,25 @@ def save(store: MemoryStore, index: SearchIndex) -> None:
         or (image is not None and image.tried == index.mark)
     ):
         return
-    if store.write_index_image(lambda: encoded(index)):
+    added = _added_postings(index)
+    if (
+        added is not None
+        and image is not None
+        and store.write_index_image(lambda: ({}, _postings(index, None, added)), image.header)
+    ):
+        image.tokens |= added
+        return
+    written: list[bytes] = []
+
+    def produce() -> tuple[dict[str, bytes], list[Posted]]:
+        parts, postings = encoded(index)
+        written.append(parts["header"])
+        return parts, postings
+
+    if store.write_index_image(produce):
         tokens = {(t, token) for t in TABLES for token in index.lexical[t].postings}
-        index.image = Image(index.mark, len(index.rowids), not index.deaths, tokens)
+        aligned = not index.deaths
+        index.image = Image(index.mark, len(index.rowids), aligned, tokens, header=written[0])
     elif image is not None:
         image.tried = index.mark
     else:

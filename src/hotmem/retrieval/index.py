@@ -122,15 +122,18 @@ class Image:
         tokens: the (table, token) pairs whose postings it holds.
         tried: the mark a write was last tried at (a busy or read-only store is not tried
             again before it changes).
+        header: the image's header as the store holds it (postings are added to that image
+            only while the store still holds it).
     """
 
-    __slots__ = ("aligned", "count", "mark", "tokens", "tried")
+    __slots__ = ("aligned", "count", "header", "mark", "tokens", "tried")
 
     mark: Mark
     count: int
     aligned: bool
     tokens: set[tuple[Table, str]]
     tried: Mark | None
+    header: bytes
 
     def __init__(
         self,
@@ -139,12 +142,14 @@ class Image:
         aligned: bool,
         tokens: set[tuple[Table, str]],
         tried: Mark | None = None,
+        header: bytes = b"",
     ) -> None:
         self.mark = mark
         self.count = count
         self.aligned = aligned
         self.tokens = tokens
         self.tried = tried
+        self.header = header
 
 
 class SearchIndex:

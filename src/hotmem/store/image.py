@@ -7,7 +7,8 @@ parts: the retrieval package encodes and checks them (``hotmem.retrieval.image``
 
 Writing is a convenience, never a duty: it runs in its own write transaction after a search
 (not inside its read transaction), waits for no other writer (a busy or read-only store is
-left as it is), and replaces the whole image at once, so a reader sees one image or another.
+left as it is), and replaces the whole image at once, or adds postings to the image it names
+by its header, so a reader sees one image or another, never a mix.
 """
 
 from __future__ import annotations
@@ -46,10 +47,14 @@ def image_postings(
 Produce = Callable[[], tuple[Mapping[str, bytes], Iterable[Posted]]]
 
 
-def write_image(connection: sqlite3.Connection, produce: Produce) -> bool:
-    """Replace the image with what ``produce`` makes, in one write transaction that waits for
-    no other writer (``produce`` runs once the store is known to be writable); whether it was
-    written (``False``: the store was busy or cannot be written, and is left as it was)."""
+def write_image(
+    connection: sqlite3.Connection, produce: Produce, onto: bytes | None = None
+) -> bool:
+    """Replace the image with what ``produce`` makes or, with ``onto`` (the header of the image
+    the postings belong to), add ``produce``'s postings to the image while its header is still
+    that one; in one write transaction that waits for no other writer (``produce`` runs once
+    the store is known to be writable); whether it was written (``False``: the store was busy,
+    cannot be written or holds another image, and is left as it was)."""
     if connection.in_transaction:  # inside the caller's read transaction: not now
         return False
     previous = connection.execute("PRAGMA busy_timeout").fetchone()[0]
@@ -57,18 +62,8 @@ def write_image(connection: sqlite3.Connection, produce: Produce) -> bool:
     try:
         connection.execute("BEGIN IMMEDIATE")
         try:
-            parts, postings = produce()
-            connection.execute("DELETE FROM hotmem_index")
-            connection.execute("DELETE FROM hotmem_index_postings")
-            connection.executemany(
-                "INSERT INTO hotmem_index (part, data) VALUES (?, ?)", sorted(parts.items())
-            )
-            connection.executemany(
-                "INSERT INTO hotmem_index_postings (tab, token, positions, frequencies) "
-                "VALUES (?, ?, ?, ?)",
-                ((TABLES.index(t), token, p, f) for t, token, p, f in postings),
-            )
-            connection.execute("COMMIT")
+            written = _write(connection, produce, onto)
+            connection.execute("COMMIT" if written else "ROLLBACK")
         except BaseException:
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
@@ -77,4 +72,22 @@ def write_image(connection: sqlite3.Connection, produce: Produce) -> bool:
         return False
     finally:
         connection.execute(f"PRAGMA busy_timeout = {int(previous)}")
+    return written
+
+
+def _write(connection: sqlite3.Connection, produce: Produce, onto: bytes | None) -> bool:
+    if onto is not None and image_part(connection, "header") != onto:
+        return False  # another process wrote another image meanwhile
+    parts, postings = produce()
+    if onto is None:
+        connection.execute("DELETE FROM hotmem_index")
+        connection.execute("DELETE FROM hotmem_index_postings")
+        connection.executemany(
+            "INSERT INTO hotmem_index (part, data) VALUES (?, ?)", sorted(parts.items())
+        )
+    connection.executemany(
+        "INSERT OR REPLACE INTO hotmem_index_postings (tab, token, positions, frequencies) "
+        "VALUES (?, ?, ?, ?)",
+        ((TABLES.index(t), token, p, f) for t, token, p, f in postings),
+    )
     return True

@@ -59,16 +59,17 @@ class Upkeep:
         )
         return report
 
-    def write_index_image(self, produce: Produce) -> bool:
-        """Replace the search index's image the store keeps with what ``produce`` makes
-        (``image.py``), waiting for no other writer; whether it was written (``False``: the
-        store was busy or read-only).
+    def write_index_image(self, produce: Produce, onto: bytes | None = None) -> bool:
+        """Replace the search index's image the store keeps with what ``produce`` makes or,
+        with ``onto``, add its postings to the image of that header (``image.py``), waiting
+        for no other writer; whether it was written (``False``: the store was busy,
+        read-only, or holds another image).
 
         Raises:
             StoreError: SQLite failed otherwise (the message says why).
         """
         with sqlerrors.translated(self._path, "write to", self._busy_timeout):
-            return image.write_image(self._connection, produce)
+            return image.write_image(self._connection, produce, onto)
 
     def rebuild_lexical_index(self) -> None:
         """Rebuild the word and CJK indexes from the facts, in one write transaction.

@@ -77,7 +77,7 @@ def test_a_first_search_writes_the_image_and_a_new_process_starts_from_it(path: 
 
 def test_the_image_holds_the_postings_read_and_they_equal_the_stores(path: Path) -> None:
     _searched(path)  # writes the image with the columns
-    # a new process reads 16 tokens the image lacks: it writes its image again, at the 16th
+    # a new process reads 16 tokens the image lacks: it adds them to the image at the 16th
     _searched(path, [f"n{i}" for i in range(20)])
     connection = sqlite3.connect(path)
     connection.execute("BEGIN")
@@ -85,7 +85,7 @@ def test_the_image_holds_the_postings_read_and_they_equal_the_stores(path: Path)
     fresh = SearchIndex.load(connection, str(path))
     assert loaded is not None
     held = connection.execute("SELECT count(*) FROM hotmem_index_postings").fetchone()[0]
-    assert held == 16
+    assert held == 17  # the first process's "invoic", then n0 .. n15
     for tab, token in connection.execute("SELECT tab, token FROM hotmem_index_postings"):
         table = ("memories_fts", "memories_cjk")[tab]
         loaded.postings(connection, table, token)  # type: ignore[arg-type]
@@ -207,3 +207,29 @@ def test_an_in_memory_store_keeps_no_image() -> None:
         with store.reading() as connection:
             parts = connection.execute("SELECT count(*) FROM hotmem_index").fetchone()[0]
         assert parts == 0
+
+
+def test_postings_are_added_only_to_the_image_they_belong_to(path: Path) -> None:
+    _searched(path)
+    with hotmem.open_store(path, accelerator="off") as store:
+        hotmem.search_memories(store, "invoice")  # starts from the image
+        connection = sqlite3.connect(path, isolation_level=None)  # another process rewrites it
+        _tamper_header(connection, lambda h: h.update(change=h["change"] + 1))
+        connection.close()
+        for i in range(16):  # the 16th token read: the image it started from is gone
+            hotmem.search_memories(store, f"n{i}")
+    loaded = _imaged(path)
+    assert loaded is not None
+    assert view(loaded) == _fresh_view(path)
+    connection = sqlite3.connect(path)
+    connection.execute("BEGIN")
+    loaded = image.loaded(connection, str(path))
+    fresh = SearchIndex.load(connection, str(path))
+    assert loaded is not None
+    tokens = connection.execute("SELECT token FROM hotmem_index_postings").fetchall()
+    assert len(tokens) == 17  # written whole again: every token the index held
+    for (token,) in tokens:
+        loaded.postings(connection, "memories_fts", token)
+        fresh.postings(connection, "memories_fts", token)
+        assert postings(loaded, "memories_fts", token) == postings(fresh, "memories_fts", token)
+    connection.close()
