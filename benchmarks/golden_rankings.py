@@ -10,7 +10,7 @@ The suites use the public API only, so one recording made at one commit checks a
   (the semantic ones with the ``all-minilm-l6-v2`` space), a gated custom profile, overrides of
   the floor and the weights; every query unscoped and in its identifier, limits 1, 5 and 20,
   and ``explain`` of each query's first relevant memory. ``tests/hotmem/test_golden.py`` checks
-  this suite against ``tests/hotmem/data/golden_fixtures.json``.
+  this suite and ``edges`` against ``tests/hotmem/data/golden_rankings.jsonl.gz``.
 - ``edges``: CJK facts and queries, zero-vector facts and queries, all-equal scores, a term in
   every memory, a deleted memory, an empty scope.
 - ``heavy-10k``, ``heavy-100k``, ``synthetic-10k``, ``synthetic-100k``: the speed benchmarks'

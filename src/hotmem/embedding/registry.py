@@ -7,9 +7,10 @@ store and a snapshot package record beside the vectors:
 - ``dimension`` and ``dtype``: the vectors' shape (``"float32-le"``: little-endian IEEE-754
   float32, the value snapshot packages carry);
 - ``digest``: sha256 (hex) of what defines the vectors. For a model, the model files
-  (``hotmem.semantic.sources``); for ``hotmem-hash-v1``, which has no file and is fixed by its
-  specification (``docs/embedding.md``), the sha256 of its UTF-8 model id. Two embedders with
-  the same model id and digest make the same vectors (up to the float rounding of the CPU).
+  (``hotmem.embedding.semantic.sources``); for ``hotmem-hash-v1``, which has no file and is
+  fixed by its specification (``docs/embedding.md``), the sha256 of its UTF-8 model id. Two
+  embedders with the same model id and digest make the same vectors (up to the float rounding
+  of the CPU).
 
 ``embed_many(texts)`` returns one packed vector (``bytes``) a text, in order. A text's vector
 never depends on the other texts of the call or on how they are batched.
@@ -60,7 +61,8 @@ MODEL_DIR_ENV = "HOTMEM_MODEL_DIR"
 
 
 class Embedder(Protocol):
-    """What every embedder provides (``HashEmbedder``, ``hotmem.semantic.OnnxEmbedder``)."""
+    """What every embedder provides (``HashEmbedder``, and ``OnnxEmbedder`` of
+    ``hotmem.embedding.semantic.onnx_embedder``)."""
 
     @property
     def model_id(self) -> str: ...

@@ -14,7 +14,8 @@ SQLite then hands its rowid out again) and memories the change log names are rea
 killed at their old position first; what they add to the postings already read is tokenized by
 FTS5 itself (``tokens.py``), or those postings are dropped and read again on demand when the
 delta holds more tokens than they do. A position killed stays (``live`` is 0) until the index
-reloads, when the dead reach a quarter of the live or the log cannot say what changed.
+reloads, when the dead would pass a quarter of the live (and 256) or the log cannot say what
+changed.
 
 **Postings** of a token are read on first use from the store's own index (its occurrence list,
 ``store.changes.token_occurrences``) and kept, appended to, with the index.

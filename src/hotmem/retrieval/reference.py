@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Container, Sequence
 
 from hotmem.retrieval.cosines import hash_cosines, matrix, space_cosines
-from hotmem.retrieval.fusion import Rule, top
-from hotmem.retrieval.postings import K1, B
+from hotmem.retrieval.fusion import Rule, normalise_bm25, top, weighted
+from hotmem.retrieval.postings import share
 from hotmem.retrieval.prepared import Prepared
 from hotmem.store.lexical_index import TABLES
 
@@ -46,12 +46,9 @@ def cosines_of(prepared: Prepared, positions: Sequence[int]) -> list[float]:
 
 
 def raw_scores(prepared: Prepared, scope: Sequence[int]) -> dict[int, float]:
-    """position -> raw BM25 of every lexical match among ``scope``: each phrase's
-    :func:`~hotmem.retrieval.postings.share`, written out here (the same operations in the
-    same order, so the same bits) because it runs once for every posting."""
+    """position -> raw BM25 of every lexical match among ``scope``."""
     chosen: Container[int] = _Every() if prepared.whole else set(scope)
     found: dict[int, float] = {}
-    k1_plus_1, one_minus_b = K1 + 1.0, 1 - B
     for table in TABLES:
         sums: dict[int, float] = {}
         get = sums.get
@@ -68,10 +65,7 @@ def raw_scores(prepared: Prepared, scope: Sequence[int]) -> dict[int, float]:
             postings = phrase.postings
             for p, f in zip(postings.positions, postings.frequencies, strict=True):
                 if p in chosen:
-                    value = weight * (
-                        (f * k1_plus_1) / (f + K1 * (one_minus_b + B * lengths[p] / avgdl))
-                    )
-                    sums[p] = get(p, 0.0) + value
+                    sums[p] = get(p, 0.0) + share(weight, avgdl, f, lengths[p])
         for p, value in sums.items():
             found[p] = found.get(p, 0.0) + value
     return found
@@ -108,21 +102,15 @@ class ReferenceChannels:
         return [self.cosine(p) for p in positions], [self.raws.get(p) for p in positions]
 
     def weighted_top(self, rule: Rule, limit: int) -> list[tuple[float, int]]:
-        """The ``limit`` best candidates by weighted fusion, ``(score, position)``: each
-        candidate's :func:`~hotmem.retrieval.fusion.weighted` score of its cosine, its
-        :func:`~hotmem.retrieval.fusion.normalise_bm25` and its importance, written out here
-        (the same operations in the same order, so the same bits) because it runs once for
-        every memory in scope."""
+        """The ``limit`` best candidates by weighted fusion, ``(score, position)``."""
         importances, raw_of, best = self.prepared.index.importances, self.raws.get, self.best
         admits, weights = rule.admits, rule.weights
-        w_cosine, w_bm25, w_importance = weights.cosine, weights.bm25, weights.importance
         scored: list[tuple[float, int]] = []
         append = scored.append
         for p, c in self.cosines.items():  # the scope, in order
             raw = raw_of(p)
             if admits(c, raw is not None):
-                bm25 = 0.0 if raw is None else raw / best
-                append((w_cosine * c + w_bm25 * bm25 + w_importance * importances[p], p))
+                append((weighted(weights, c, normalise_bm25(raw, best), importances[p]), p))
         return top(scored, limit, self.prepared.names)
 
     def channel_lists(self, rule: Rule, depth: int) -> tuple[list[int], list[int]]:

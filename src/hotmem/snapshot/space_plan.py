@@ -6,8 +6,8 @@ same digest, dimension and dtype. Otherwise hydration refuses the package unless
 rebuild the space with this HotMem's embedder (``reindex``) or to leave it out (``drop``);
 verification with ``recompute_vectors`` says which spaces it could not recompute.
 
-Carrying a space compares identities only (``hotmem.embedders.embedder_identity``: the model
-files hashed, no session built); the embedder is loaded only when vectors are computed
+Carrying a space compares identities only (``hotmem.embedding.registry.embedder_identity``:
+the model files hashed, no session built); the embedder is loaded only when vectors are computed
 (reindexed, or recomputed to check them).
 """
 

@@ -7,7 +7,7 @@ package is assembled with the manifest first. It is written to a temporary file 
 process killed outright leaves its temporary file, which the next snapshot to ``path``
 removes: ``_files``). Memory use is one chunk.
 
-The vectors of each further space of the store (``hotmem.spaces``) are read with the memories
+The vectors of each further space of the store (``hotmem.store.spaces``) are read with the memories
 (one join a space) and written after the chunk's ``hotmem-hash-v1`` vectors; a store without
 further spaces runs exactly the query, and writes exactly the package, it always did.
 """

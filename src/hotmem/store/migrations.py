@@ -1,7 +1,7 @@
 """Schema migrations: a registry of functions keyed by the schema version they migrate from.
 
 ``MIGRATIONS[v]`` turns a store of schema version ``v`` into one of version ``v + 1``. Store
-setup (``storage.setup``) runs every migration from the store's version up to
+setup (``setup.setup``) runs every migration from the store's version up to
 ``schema.SCHEMA_VERSION`` inside its one setup transaction, then records the new version, so a
 migration either completes or leaves no trace (a process killed half-way leaves the old
 version, migrated again on the next open). After the migrations, setup completes whatever
@@ -16,7 +16,7 @@ Adding a migration: bump ``schema.SCHEMA_VERSION`` to ``N + 1``, update the sche
 register ``MIGRATIONS[N]``; a test opens a store built with version ``N``'s SQL and checks the
 result equals a new store's (``tests/hotmem/test_storage.py`` does so for version 1). A
 migration that changes a ``hotmem_meta`` value other than ``schema_version`` (a new FTS
-tokenizer) writes the new value itself and adds the key to ``storage._MIGRATED_KEYS``, so that
+tokenizer) writes the new value itself and adds the key to ``setup._MIGRATED_KEYS``, so that
 an older store's value is not refused before the migration runs; a migration that changes how
 the full-text index tokenizes rebuilds it (``lexical_index.rebuild``).
 """

@@ -1,9 +1,9 @@
-"""The vector-space methods of the store (``MemoryStore`` inherits them; ``db.py``).
+"""The vector-space methods of the store (``MemoryStore`` inherits them; ``memory_store.py``).
 
 A store keeps one or more vector spaces (``spaces.py``); these methods list, add, reindex and
-drop them, and load a space's vectors for search (``space_scan.py``). Each runs in the store's
-transactions: one read transaction per read, one write transaction per write (per batch for a
-reindex, ``reindex.py``).
+drop them; a search index reads a space's vectors itself (``hotmem.retrieval.index``). Each
+runs in the store's transactions: one read transaction per read, one write transaction per
+write (per batch for a reindex, ``reindex.py``).
 """
 
 from __future__ import annotations

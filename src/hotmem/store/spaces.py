@@ -50,7 +50,7 @@ class VectorSpace:
     Attributes:
         name: the space's name, which is its model id (``hotmem.EMBEDDERS``).
         model_id: the embedder that makes its vectors.
-        digest: sha256 (hex) of what defines the vectors (``hotmem.embedders``).
+        digest: sha256 (hex) of what defines the vectors (``hotmem.embedding.registry``).
         dimension: values a vector.
         dtype: how a value is stored (``"float32-le"``).
     """

