@@ -13,7 +13,8 @@ fresh processes, the path agents hit:
 1. the first opens the store (no index image yet: a full load, which writes the image) and
    times ``import hotmem``, ``open_store`` and the first search (``first search, full load``);
 2. the second opens it again and times the same (``first search,
-   from image``), then 50 searches (``warm`` p50/p95, limit 5), 50 searches scoped to one of 50
+   from image``), then 50 searches (limit 5) whose terms are read on first use (``first pass``
+   p95), the same 50 again (``warm`` p50/p95), 50 searches scoped to one of 50
    identifiers (``scoped`` p95), and 50 rounds of ``add`` then search (``after add`` p50/p95:
    the agent loop, each search refreshing the index with the memory just written). It reports
    its resident memory after the first search (``VmRSS``) against the issue's budget: twice
@@ -84,6 +85,7 @@ if mode == "all":
         start = time.perf_counter()
         search()
         return (time.perf_counter() - start) * 1000
+    found["first_pass"] = [timed(lambda: hotmem.search_memories(store, q)) for q in queries]
     found["warm"] = [timed(lambda: hotmem.search_memories(store, q)) for q in queries]
     found["scoped"] = [
         timed(lambda: hotmem.search_memories(store, q, identifier=f"org-{i % 50:03d}"))
@@ -202,6 +204,7 @@ def bench(workload: str, size: int, query_count: int, accelerators: list[str]) -
             print(
                 f"| {workload} | {size:,} | {share:.0%} | {accelerator} | {ingest:,.0f} "
                 f"| {full['first_ms']:.0f} | {r['first_ms']:.0f} "
+                f"| {quantile(r['first_pass'], 0.95):.1f} "
                 f"| {quantile(r['warm'], 0.5):.1f} | {quantile(r['warm'], 0.95):.1f} "
                 f"| {quantile(r['scoped'], 0.95):.1f} "
                 f"| {quantile(r['after_add'], 0.5):.1f} | {quantile(r['after_add'], 0.95):.1f} "
@@ -223,11 +226,11 @@ def main() -> None:
     print(
         "| workload | memories | lexical match | accelerator | ingest (memories/s) "
         "| first search, full load (ms) | first search, from image (ms) "
-        "| warm p50 (ms) | warm p95 (ms) | scoped p95 (ms) | after add p50 (ms) "
-        "| after add p95 (ms) | resident / budget (MB) | numpy scan p95 (ms) "
+        "| first pass p95 (ms) | warm p50 (ms) | warm p95 (ms) | scoped p95 (ms) "
+        "| after add p50 (ms) | after add p95 (ms) | resident / budget (MB) | numpy scan p95 (ms) "
         "| validate / embed / raw SQLite (rows/s) |"
     )
-    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for workload in args.workload:
         for size in args.sizes:
             bench(workload, size, args.queries, args.accelerators)
