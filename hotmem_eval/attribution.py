@@ -168,15 +168,18 @@ def attribute_misses(
     *,
     top_k: int,
     profile: hotmem.Profile | None = None,
+    relevant_grade: int = RELEVANT_GRADE,
 ) -> list[Miss]:
-    """Explain every relevant memory (grade >= 2) missing from its query's top ``top_k``,
-    searched under ``profile`` (``default`` when None).
+    """Explain every relevant memory (graded ``relevant_grade`` or more) missing from its
+    query's top ``top_k``, searched under ``profile`` (``default`` when None). A relevant
+    memory the corpus does not hold (a collection's judgement of a document left out) is not
+    explained: no search could return it.
 
     Returns misses ordered by (query_id, memory_id).
     """
     relevant: dict[str, dict[str, int]] = {}
     for row in qrels.to_pylist():
-        if row["grade"] >= RELEVANT_GRADE:
+        if row["grade"] >= relevant_grade:
             relevant.setdefault(row["query_id"], {})[row["memory_id"]] = row["grade"]
     returned = {
         query_id: {row["memory_id"] for row in rows if row["rank"] <= top_k}
@@ -188,13 +191,16 @@ def attribute_misses(
         query_id = str(query["query_id"])
         wanted = relevant.get(query_id, {})
         for memory_id in sorted(set(wanted) - returned.get(query_id, set())):
-            diagnosis = hotmem.diagnose(
-                store,
-                query["query"],
-                memory_id,
-                identifier=query["identifier"],
-                limit=top_k,
-                profile=chosen,
-            )
+            try:
+                diagnosis = hotmem.diagnose(
+                    store,
+                    query["query"],
+                    memory_id,
+                    identifier=query["identifier"],
+                    limit=top_k,
+                    profile=chosen,
+                )
+            except hotmem.MemoryNotFoundError:
+                continue  # judged, but not in the corpus (a blank document left out)
             misses.append(_miss(query_id, wanted[memory_id], diagnosis))
     return misses

@@ -58,6 +58,12 @@ def normalise(result: dict[str, Any]) -> dict[str, Any]:
             for key in ("memory_count", "query_count", "negative_query_count", "category_counts")
         },
         "metrics": result["metrics"],
+        # the other cutoffs' metrics (the first cutoff's are "metrics")
+        "metrics_by_k": {
+            k: block
+            for k, block in result.get("metrics_by_k", {}).items()
+            if k != str(config["top_k"])
+        },
         "transfer": dict(transfer.items()),
         "queries": [
             {

@@ -2,11 +2,14 @@
 
 ::
 
-    hotmem-eval [run] [--corpus P] [--queries P] [--output P] [--report P] [--top-k N]
-                [--repeat N] [--export-dir D] [--baseline P] [--profile NAME ...]
+    hotmem-eval [run] [--collection DIR [--format F] [--split S] | --corpus P --queries P]
+                [--relevant-grade N] [--k N ...] [--top-k N] [--store P]
+                [--transfer-sample N] [--output P] [--report P] [--repeat N]
+                [--export-dir D] [--baseline P] [--profile NAME ...]
                 [--profiles FILE.toml] [--check-baseline | --update-baseline [--force]]
     hotmem-eval query DIR [DIR ...] SQL [--format table|csv|json] [--safe]
     hotmem-eval compare RUN_A RUN_B
+    hotmem-eval compare --qrels QRELS RUN_A.trec RUN_B.trec [--k N ...] [--relevant-grade N]
 
 Exit codes come from one table, ``EXIT_CODES``: 0 success; 1 evaluator failure; 2 invalid
 input (every fixture problem as ``path:line: reason``, a run directory or SQL that cannot be
@@ -37,10 +40,11 @@ import hotmem
 from hotmem.cli import exit_code_of, quiet_stdout, write_stdout
 from hotmem_eval.cli_parsers import compare_parser, query_parser, run_parser
 from hotmem_eval.errors import EvalError, FixtureError, UsageError
-from hotmem_eval.paths import IN_CHECKOUT, PACKAGE, ROOT
+from hotmem_eval.paths import FIXTURE_DIR, IN_CHECKOUT, PACKAGE, ROOT
 
 if TYPE_CHECKING:  # the eval extra's modules: imported once it is known to be installed
-    from hotmem_eval.evaluate import EvalRun
+    from hotmem_eval.evaluate import EvalRun, Stages
+    from hotmem_eval.fixtures import Fixture
 
 __all__ = [
     "EXIT_BASELINE",
@@ -94,7 +98,9 @@ def git_commit() -> str | None:
     return commit if completed.returncode == 0 and commit else None
 
 
-def _checked_outputs(args: argparse.Namespace) -> None:
+def _checked_outputs(
+    args: argparse.Namespace, fixture: Fixture, profiles: Sequence[str] = ()
+) -> None:
     """Refuse, before the run rather than after it, an output that cannot be written (a link,
     a FIFO, a device, ...) and a baseline update that would overwrite what it must not.
 
@@ -109,7 +115,9 @@ def _checked_outputs(args: argparse.Namespace) -> None:
     if args.update_baseline:
         outputs.append(args.baseline)
     directories = [args.export_dir] if args.export_dir else []
-    check_outputs(outputs + [p for d in directories for p in export_paths(d)], directories)
+    exported = [p for d in directories for p in export_paths(d, profiles)]
+    check_outputs(outputs + exported, directories)
+
     if not args.update_baseline:
         return
     if args.baseline.resolve().is_relative_to(PACKAGE):
@@ -117,35 +125,110 @@ def _checked_outputs(args: argparse.Namespace) -> None:
             f"refusing to overwrite {args.baseline}: the default baseline is part of the "
             "installed hotmem_eval package; pass --baseline PATH for a baseline of your own"
         )
-    refusal = baseline_module.update_refusal(args.baseline, args.corpus, args.queries)
+    refusal = baseline_module.update_refusal(
+        args.baseline, fixture.corpus_path, fixture.queries_path
+    )
     if refusal is not None and not args.force:
         raise UsageError(refusal)
+
+
+def _cutoffs(args: argparse.Namespace) -> tuple[int, ...]:
+    """The run's cutoffs: every --k, and --top-k (5 when neither is given)."""
+    chosen = [*args.cutoffs, *([args.top_k] if args.top_k is not None else [])]
+    return tuple(sorted(set(chosen or [5])))
+
+
+def _fixture(args: argparse.Namespace) -> Fixture:
+    """The collection or fixture the arguments name.
+
+    Raises:
+        UsageError: --collection together with --corpus or --queries.
+        FixtureError: every problem of the files read.
+    """
+    from hotmem_eval.collection import load_collection
+    from hotmem_eval.fixtures import load_fixture
+
+    if args.collection is not None:
+        if args.corpus is not None or args.queries is not None:
+            raise UsageError("--collection reads its own files: drop --corpus and --queries")
+        return load_collection(
+            args.collection,
+            format=args.format,
+            split=args.split,
+            relevant_grade=args.relevant_grade,
+        )
+    if args.format not in ("auto", "native"):
+        raise UsageError(f"--format {args.format} goes with --collection")
+    return load_fixture(
+        args.corpus or FIXTURE_DIR / "corpus.jsonl",
+        args.queries or FIXTURE_DIR / "queries.jsonl",
+        relevant_grade=args.relevant_grade,
+    )
+
+
+class _StageLines:
+    """One progress line at a time on stderr: a stage's line replaces the previous one when
+    the stage reports first, and ``close`` erases the last."""
+
+    def __init__(self) -> None:
+        self.current: hotmem.Progress | None = None
+        self.label = ""
+
+    def stage(self, label: str, unit: str) -> hotmem.ProgressCallback:
+        def report(done: int, total: int | None = None) -> None:
+            if self.label != label:
+                self.close()
+                self.current, self.label = hotmem.Progress(label, unit=unit), label
+            assert self.current is not None
+            self.current(done, total)
+
+        return report
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.close()
+            self.current = None
+
+
+def _stages(lines: _StageLines) -> Stages:
+    """The run's stages, each drawing its progress line on stderr (on a terminal only)."""
+    from hotmem_eval.evaluate import Stages
+
+    return Stages(
+        ingest=lines.stage("hotmem-eval: ingesting", "memories"),
+        spaces=lines.stage("hotmem-eval: embedding", "memories"),
+        search=lines.stage("hotmem-eval: searching", "queries"),
+    )
 
 
 def _evaluated(args: argparse.Namespace) -> tuple[dict[str, Any], Sequence[EvalRun]]:
     """The run's result and its per-profile runs."""
     from hotmem_eval.evaluate import evaluate_profiles
-    from hotmem_eval.fixtures import load_fixture
     from hotmem_eval.profile_choice import choose_profiles
     from hotmem_eval.result import build_result
     from hotmem_eval.result_profiles import build_profiles_result
 
     profiles = choose_profiles(args.profile, args.profiles)
-    _checked_outputs(args)
-    fixture = load_fixture(args.corpus, args.queries)
+    fixture = _fixture(args)
+    _checked_outputs(args, fixture, [profile.name for profile in profiles])
     for warning in fixture.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    searching = hotmem.Progress("hotmem-eval: searching", unit="queries")
-    with tempfile.TemporaryDirectory(prefix="hotmem-eval-") as workdir, searching:
-        runs, ablation = evaluate_profiles(
-            fixture,
-            Path(workdir),
-            profiles,
-            top_k=args.top_k,
-            repeat=args.repeat,
-            progress=searching,
-            ablation=len(profiles) > 1,
-        )
+    lines = _StageLines()
+    with tempfile.TemporaryDirectory(prefix="hotmem-eval-") as workdir:
+        try:
+            runs, ablation = evaluate_profiles(
+                fixture,
+                Path(workdir),
+                profiles,
+                cutoffs=_cutoffs(args),
+                repeat=args.repeat,
+                ablation=len(profiles) > 1,
+                store_path=args.store,
+                transfer_sample=args.transfer_sample,
+                stages=_stages(lines),
+            )
+        finally:
+            lines.close()
     generated_at, commit = datetime.now(UTC), git_commit()
     if len(runs) == 1:
         return build_result(runs[0], generated_at=generated_at, git_commit=commit), runs
@@ -193,9 +276,21 @@ def _query(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from hotmem_eval.compare_runs import compare_runs
+    from hotmem_eval.compare_runs import compare_runs, compare_trec_runs
 
-    write_stdout(compare_runs(Path(args.run_a), Path(args.run_b)))
+    if args.qrels is None:
+        if args.cutoffs:
+            raise UsageError("--k goes with --qrels (two TREC runs)")
+        write_stdout(compare_runs(Path(args.run_a), Path(args.run_b)))
+        return EXIT_OK
+    report = compare_trec_runs(
+        Path(args.run_a),
+        Path(args.run_b),
+        args.qrels,
+        ks=sorted(set(args.cutoffs or [10])),
+        relevant_grade=args.relevant_grade,
+    )
+    write_stdout(report)
     return EXIT_OK
 
 

@@ -39,16 +39,40 @@ def run_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=_version())
     parser.add_argument(
+        "--collection",
+        type=Path,
+        metavar="DIR",
+        help="a collection directory: the native fixture, BEIR or TREC (docs/collections.md); "
+        "instead of --corpus/--queries (default: none)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=["auto", "native", "beir", "trec"],
+        default="auto",
+        help="the --collection's format (default: auto, detected from its files)",
+    )
+    parser.add_argument(
+        "--split",
+        default="test",
+        metavar="NAME",
+        help="the BEIR qrels split to evaluate, qrels/NAME.tsv (default: test)",
+    )
+    parser.add_argument(
+        "--relevant-grade",
+        type=int_range(1, 2**31 - 1),
+        metavar="N",
+        help="the smallest grade that counts as relevant (default: the collection's own "
+        "rule: 2 for the native fixture, 1 for BEIR and TREC)",
+    )
+    parser.add_argument(
         "--corpus",
         type=Path,
-        default=FIXTURE_DIR / "corpus.jsonl",
         metavar="PATH",
         help=f"the memories, JSON Lines (default: {committed}corpus.jsonl)",
     )
     parser.add_argument(
         "--queries",
         type=Path,
-        default=FIXTURE_DIR / "queries.jsonl",
         metavar="PATH",
         help="the evaluated queries, JSON Lines (default: queries.jsonl beside the corpus default)",
     )
@@ -62,11 +86,34 @@ def run_parser() -> argparse.ArgumentParser:
         help="write the Markdown report here (default: on stdout, when no output is asked for)",
     )
     parser.add_argument(
+        "--k",
+        dest="cutoffs",
+        action="append",
+        type=int_range(1, hotmem.MAX_LIMIT),
+        default=[],
+        metavar="N",
+        help=f"a cutoff of the @k metrics, 1..{hotmem.MAX_LIMIT}; repeat it for several (the "
+        "searches return the largest; the smallest is the k of the misses and the "
+        "recommendation; default: 5)",
+    )
+    parser.add_argument(
         "--top-k",
         type=int_range(1, hotmem.MAX_LIMIT),
-        default=5,
         metavar="N",
-        help=f"k of every @k metric, 1..{hotmem.MAX_LIMIT} (default: 5)",
+        help="the same as one --k N (default: 5)",
+    )
+    parser.add_argument(
+        "--store",
+        type=Path,
+        metavar="PATH",
+        help="keep the ingested store (with its vector spaces) here, and reuse it on the next "
+        "run of the same collection (default: a temporary store)",
+    )
+    parser.add_argument(
+        "--transfer-sample",
+        type=int_range(1, 10**9),
+        metavar="N",
+        help="re-run only N queries in the transfer check, chosen by their ids (default: all)",
     )
     parser.add_argument(
         "--repeat",
@@ -155,9 +202,39 @@ def query_parser() -> argparse.ArgumentParser:
 def compare_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hotmem-eval compare",
-        description="Compare two exported runs of one fixture query by query: the baseline "
-        "profile of RUN_B against that of RUN_A (paired sign-flip test, Holm-adjusted).",
+        usage="%(prog)s RUN_A RUN_B\n       %(prog)s --qrels QRELS RUN_A.trec RUN_B.trec "
+        "[--k N ...] [--relevant-grade N]",
+        description="Compare two runs query by query, RUN_B against RUN_A (paired sign-flip "
+        "test, Holm-adjusted): two exported runs of one fixture (the baseline profile of "
+        "each), or, with --qrels, two TREC run files judged by one TREC qrels file.",
     )
-    parser.add_argument("run_a", metavar="RUN_A", help="the baseline run (an --export-dir)")
-    parser.add_argument("run_b", metavar="RUN_B", help="the candidate run (an --export-dir)")
+    parser.add_argument(
+        "run_a", metavar="RUN_A", help="the baseline: an --export-dir, or a TREC run file"
+    )
+    parser.add_argument(
+        "run_b", metavar="RUN_B", help="the candidate: an --export-dir, or a TREC run file"
+    )
+    parser.add_argument(
+        "--qrels",
+        type=Path,
+        metavar="QRELS",
+        help="a TREC qrels file: RUN_A and RUN_B are TREC run files (default: none)",
+    )
+    parser.add_argument(
+        "--k",
+        dest="cutoffs",
+        action="append",
+        type=int_range(1, hotmem.MAX_LIMIT),
+        default=[],
+        metavar="N",
+        help="with --qrels: a cutoff; repeat it for several (default: 10)",
+    )
+    parser.add_argument(
+        "--relevant-grade",
+        type=int_range(1, 2**31 - 1),
+        default=1,
+        metavar="N",
+        help="with --qrels: the smallest grade that counts as relevant (default: 1, the "
+        "field's rule; 2 for runs of HotMem's native fixture)",
+    )
     return parser

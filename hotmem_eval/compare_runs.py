@@ -1,13 +1,23 @@
-"""``hotmem-eval compare RUN_A RUN_B``: the paired comparison of two exported runs.
+"""``hotmem-eval compare RUN_A RUN_B``: the paired comparison of two runs.
 
-Each run is an export directory (``--export-dir``). The baseline profile of RUN_B (the first it
-ran) is compared with that of RUN_A, query by query, from their ``per_query_metrics`` tables:
-nothing is searched again. The runs must be of one fixture (the SHA-256 digests of corpus and
-queries in their manifests) and one top-k; else the comparison would pair different queries.
+``compare_runs``: each run is an export directory (``--export-dir``). The baseline profile of
+RUN_B (the first it ran) is compared with that of RUN_A, query by query, from their
+``per_query_metrics`` tables: nothing is searched again. The runs must be of one fixture (the
+SHA-256 digests of corpus and queries in their manifests) and one top-k; else the comparison
+would pair different queries.
+
+``compare_trec_runs``: each run is a TREC run file, judged by one TREC qrels file
+(``trec_output`` reads both). The queries are those of the qrels; a judged query a run does not
+rank returned nothing (as ``trec_eval -c``), and a run's lines of a query the qrels do not judge
+are left out (as trec_eval). Each run is ranked as trec_eval ranks it (``rank_as_trec_eval``:
+score descending, ties by memory_id descending, the rank column ignored), its per-query metrics
+computed by the metric engine at every cutoff, then compared as ``compare_runs`` does. Queries
+have no category here, so every comparison is ``overall``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +25,14 @@ import polars as pl
 
 from hotmem_eval.comparison import compare_profiles
 from hotmem_eval.comparison_report import render_comparison_table
-from hotmem_eval.errors import EvalError, UsageError
+from hotmem_eval.errors import EvalError, FixtureError, Problem, UsageError
+from hotmem_eval.fixture_schema import COLLECTION_RELEVANT_GRADE
+from hotmem_eval.metric_registry import OVERALL
+from hotmem_eval.metrics import per_query_metrics
 from hotmem_eval.query import read_manifest
+from hotmem_eval.trec_output import rank_as_trec_eval, read_qrels, read_run
 
-__all__ = ["compare_runs", "run_per_query"]
+__all__ = ["compare_runs", "compare_trec_runs", "run_per_query", "trec_per_query"]
 
 _DIGESTS = ("corpus_sha256", "queries_sha256")
 
@@ -115,3 +129,133 @@ def compare_runs(a: Path, b: Path) -> str:
         f"(corpus sha256 {first['fixture']['corpus_sha256'][:12]}...), top-k {first['top_k']}.\n\n"
         + render_comparison_table(comparisons, k=int(first["top_k"]))
     )
+
+
+def _checked_cutoffs(ks: Sequence[int], relevant_grade: int) -> list[int]:
+    def positive(value: object) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+    if isinstance(ks, (str, bytes)) or not ks or not all(positive(k) for k in ks):
+        raise UsageError(f"expected one or more cutoffs k >= 1, found ks={ks!r}")
+    if not positive(relevant_grade):
+        raise UsageError(
+            f"expected relevant_grade to be an int >= 1, found relevant_grade={relevant_grade!r}"
+        )
+    return sorted(set(ks))
+
+
+def trec_per_query(
+    run: pl.DataFrame, qrels: pl.DataFrame, *, k: int, relevant_grade: int
+) -> pl.DataFrame:
+    """The per-query metrics of a TREC run at cutoff ``k``, over the queries of ``qrels``.
+
+    Parameters:
+        run: ``query_id``, ``memory_id``, ``score`` (``trec_output.read_run``'s frame); ranked
+            as trec_eval ranks it, whatever its ``rank`` column says.
+        qrels: ``query_id``, ``memory_id``, ``grade`` (``trec_output.read_qrels``'s frame).
+        k, relevant_grade: as ``metrics.per_query_metrics``.
+
+    Returns:
+        ``metrics.PER_QUERY_COLUMNS``, one row per (judged query, metric); every category null.
+
+    Raises:
+        EvalError: as ``metrics.per_query_metrics``.
+    """
+    judged = qrels.select(pl.col("query_id").unique().sort())
+    queries = judged.with_columns(
+        category=pl.lit(None, pl.String), identifier=pl.lit(None, pl.String)
+    )
+    results = (
+        rank_as_trec_eval(run)
+        .join(judged, on="query_id", how="semi")
+        .with_columns(identifier=pl.lit(None, pl.String))
+    )
+    groups = pl.DataFrame(
+        schema={"query_id": pl.String, "memory_id": pl.String, "group_id": pl.String}
+    )
+    return per_query_metrics(results, qrels, queries, groups, k=k, relevant_grade=relevant_grade)
+
+
+def _read_trec(a: Path, b: Path, qrels: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The qrels and both runs, or one ``FixtureError`` with the problems of all three."""
+    problems: list[Problem] = []
+    frames = []
+    for reader, path in ((read_qrels, qrels), (read_run, a), (read_run, b)):
+        try:
+            frames.append(reader(path))
+        except FixtureError as error:
+            problems.extend(error.problems)
+    if problems:
+        raise FixtureError(tuple(problems))
+    return frames[0], frames[1], frames[2]
+
+
+def _run_name(run: pl.DataFrame, path: Path) -> str:
+    return str(run["run_name"][0]) if run.height else path.stem or str(path)
+
+
+def _coverage(judged: pl.Series, run: pl.DataFrame) -> tuple[int, int]:
+    """(judged queries the run ranks, queries the run ranks that are not judged)."""
+    ranked = run["query_id"].unique()
+    inside = int(ranked.is_in(judged.implode()).sum())
+    return inside, ranked.len() - inside
+
+
+def compare_trec_runs(
+    a: Path,
+    b: Path,
+    qrels: Path,
+    *,
+    ks: Sequence[int],
+    relevant_grade: int = COLLECTION_RELEVANT_GRADE,
+) -> str:
+    """The Markdown comparison of TREC run ``b`` against TREC run ``a``, judged by ``qrels``.
+
+    The module docstring says how the runs are ranked and which queries count. The labels are
+    the runs' names (their sixth column), or the file names where the two are equal.
+
+    Parameters:
+        a, b: the baseline's run file and the candidate's.
+        qrels: the TREC qrels file.
+        ks: the cutoffs; one table each, in ascending order.
+        relevant_grade: the smallest grade that counts as relevant (trec_eval's: 1).
+
+    Raises:
+        FixtureError: a file cannot be read or is malformed: every problem of the three files.
+        UsageError: no cutoff, a cutoff or ``relevant_grade`` below 1.
+    """
+    cutoffs = _checked_cutoffs(ks, relevant_grade)
+    judgments, first, second = _read_trec(a, b, qrels)
+    baseline, candidate = _labels(a, b, _run_name(first, a), _run_name(second, b))
+    judged = judgments["query_id"].unique()
+    (ranked_a, unjudged_a), (ranked_b, unjudged_b) = (
+        _coverage(judged, run) for run in (first, second)
+    )
+    out = [
+        f"# {candidate} against {baseline}\n\n"
+        f"RUN_A {a} (baseline), RUN_B {b} (candidate), judged by {qrels}: {judged.len()} "
+        f"judged queries, relevant grade >= {relevant_grade}, cutoffs "
+        f"{', '.join(map(str, cutoffs))}.\n"
+        f"RUN_A ranks {ranked_a} of the judged queries, RUN_B {ranked_b} (a judged query a run "
+        f"does not rank returned nothing); queries not judged are left out ({unjudged_a} in "
+        f"RUN_A, {unjudged_b} in RUN_B).\n"
+        "Each run is ranked as trec_eval ranks it: by score descending, ties by memory_id "
+        "descending.\n"
+    ]
+    for k in cutoffs:
+        per_query = pl.concat(
+            [
+                trec_per_query(run, judgments, k=k, relevant_grade=relevant_grade).with_columns(
+                    profile=pl.lit(label)
+                )
+                for run, label in ((first, baseline), (second, candidate))
+            ]
+        )
+        comparisons = compare_profiles(per_query, profiles=[baseline, candidate]).filter(
+            pl.col("scope") == OVERALL
+        )
+        paired = comparisons.filter(pl.col("n") > 0).height > 0
+        table = render_comparison_table(comparisons, k=k) if paired else "No query was paired.\n"
+        heading = f"\n## k = {k}\n" if len(cutoffs) > 1 else ""
+        out.append(f"{heading}\n{table}")
+    return "".join(out)

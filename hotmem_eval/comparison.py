@@ -9,7 +9,8 @@ columns ``profile``, ``query_id``, ``category``, ``metric``, ``value``, ``applic
 (``PROFILE_PER_QUERY_COLUMNS``; others such as ``numerator`` are ignored). Rules, each refused
 with ``EvalError`` saying what was expected and found:
 
-- ``profile``, ``query_id``, ``category`` and ``metric`` are non-null; every metric is one of
+- ``profile``, ``query_id`` and ``metric`` are non-null (a null ``category``: a query without
+  one, compared in ``overall`` only); every metric is one of
   ``METRICS``; no category is named ``overall``; (profile, query_id, metric) is unique;
   a non-null ``value`` is finite.
 - Every profile named in ``profiles`` has rows, and the same (query_id, category, metric,
@@ -61,6 +62,8 @@ _COMPARED: Final[dict[str, Better]] = {
     "recall_at_k": "higher",
     "mrr_at_k": "higher",
     "ndcg_at_k": "higher",
+    "precision_at_k": "higher",
+    "ap_at_k": "higher",
     "group_recall_at_k": "higher",
     "alpha_ndcg_at_k": "higher",
     "negative_fpr_at_k": "lower",
@@ -203,7 +206,7 @@ def compare_profiles(per_query: FrameLike, *, profiles: Sequence[str]) -> pl.Dat
     frame = _checked(per_query, profiles)
     deltas = _deltas(frame, profiles, tuple(COMPARED_METRICS))
     categories = sorted(
-        frame.filter(pl.col("profile") == profiles[0])["category"].unique().to_list()
+        frame.filter(pl.col("profile") == profiles[0])["category"].drop_nulls().unique().to_list()
     )
     # The deltas come in query_id order within a (candidate, metric), so every cell lists its
     # differences in query_id order: the order the sign-flip test's draws are matched with.
@@ -211,7 +214,8 @@ def compare_profiles(per_query: FrameLike, *, profiles: Sequence[str]) -> pl.Dat
     for candidate, category, metric, b, c, d in deltas.select(
         "candidate", "category", "metric", "baseline_value", "candidate_value", "delta"
     ).iter_rows():
-        cells.setdefault((candidate, category, metric), []).append((b, c, d))
+        if category is not None:  # a query without a category counts in overall only
+            cells.setdefault((candidate, category, metric), []).append((b, c, d))
         cells.setdefault((candidate, OVERALL, metric), []).append((b, c, d))
     rows = []
     for candidate in profiles[1:]:
@@ -285,7 +289,7 @@ def _checked(per_query: FrameLike, profiles: Sequence[str]) -> pl.DataFrame:
             f"found profiles={profiles!r}"
         )
     frame = canonical(per_query, PROFILE_PER_QUERY_COLUMNS, "per_query")
-    for column in ("profile", "query_id", "category", "metric", "applicable"):
+    for column in ("profile", "query_id", "metric", "applicable"):  # category: null = none
         nulls = frame[column].null_count()
         if nulls:
             raise EvalError(f"expected per_query {column} non-null, found {nulls} null(s)")

@@ -3,6 +3,8 @@
 Six rules from the retrieval-evaluation ticket. Rules 1-4 are tried in order and the first
 that applies is the recommendation; rules 5 and 6 are standing guards reported with every
 recommendation. They are prioritisation rules for the next change, not release thresholds.
+A rule that reads a category the collection does not have (rules 2 and 3 read the built-in
+suite's categories) is *not applicable*: it is skipped, and the recommendation says so.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 __all__ = ["GUARDS", "RULES", "Evidence", "Recommendation", "Rule", "recommend"]
 
 SEMANTIC, LEXICAL = "semantic_paraphrase", "exact_lexical"
+DUPLICATE = "near_duplicate_diversity"
 #: Rule 2 fires when paraphrase recall trails exact-lexical recall by at least this much.
 RECALL_GAP = 0.15
 #: Rule 3 fires when more than this share of near-duplicate top-k slots repeat a group.
@@ -30,6 +33,8 @@ class Evidence:
         recall_at_k: per-category macro recall@k (None when the category has no positives).
         duplicate_slots: duplicate top-k slots of near_duplicate_diversity queries.
         filled_slots: filled top-k slots of those queries.
+        categories: the categories the collection's queries have (None: every category, as
+            evidence built by hand before categories were optional assumes).
     """
 
     top_k: int
@@ -38,6 +43,7 @@ class Evidence:
     recall_at_k: dict[str, float | None]
     duplicate_slots: int
     filled_slots: int
+    categories: frozenset[str] | None = None
 
     @property
     def duplicate_slot_rate(self) -> float | None:
@@ -46,22 +52,26 @@ class Evidence:
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """A numbered rule: when it applies, and what it says (with the numbers that fired it)."""
+    """A numbered rule: when it applies, and what it says (with the numbers that fired it);
+    ``needs`` are the categories it reads (without one of them it is not applicable)."""
 
     number: int
     code: str
     applies: Callable[[Evidence], bool]
     explain: Callable[[Evidence], str]
+    needs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Recommendation:
-    """The chosen rule, its text, and the standing guards."""
+    """The chosen rule, its text, the standing guards, and the rules skipped as not
+    applicable: ``(number, code, why)``."""
 
     rule: int
     code: str
     text: str
     guards: tuple[str, ...]
+    not_applicable: tuple[tuple[int, str, str], ...] = ()
 
 
 def _gap(e: Evidence) -> float | None:
@@ -97,6 +107,7 @@ RULES: tuple[Rule, ...] = (
             "semantic embeddings next (portable derived-index contract and optional semantic "
             "embedder)."
         ),
+        (SEMANTIC, LEXICAL),
     ),
     Rule(
         3,
@@ -110,19 +121,31 @@ RULES: tuple[Rule, ...] = (
             "group recall or alpha-nDCG in near_duplicate_diversity without a significant Recall "
             "loss in the other categories (the report's Diversity section says whether it does)."
         ),
+        (DUPLICATE,),
     ),
     Rule(
         4,
         "retain_and_expand_fixtures",
         lambda e: True,
-        lambda e: (
-            f"Transfer is {e.equivalent_queries}/{e.total_queries}, the paraphrase gap is "
-            f"{_fmt(_gap(e))} (< {RECALL_GAP:.2f}) and the duplicate-slot rate is "
-            f"{_fmt(e.duplicate_slot_rate)} (<= {DUPLICATE_SLOT_LIMIT:.2f}): retain the current "
-            "stack and expand the fixtures before adding retrieval complexity."
-        ),
+        lambda e: _fallback(e),
     ),
 )
+
+
+def _fallback(e: Evidence) -> str:
+    """Rule 4's text: the figures of rules 1 to 3 that apply to the collection."""
+    parts = [f"Transfer is {e.equivalent_queries}/{e.total_queries}"]
+    if e.categories is None or {SEMANTIC, LEXICAL} <= e.categories:
+        parts.append(f"the paraphrase gap is {_fmt(_gap(e))} (< {RECALL_GAP:.2f})")
+    if e.categories is None or DUPLICATE in e.categories:
+        rate = _fmt(e.duplicate_slot_rate)
+        parts.append(f"the duplicate-slot rate is {rate} (<= {DUPLICATE_SLOT_LIMIT:.2f})")
+    joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return (
+        f"{joined}: retain the current stack and expand the fixtures before adding retrieval "
+        "complexity."
+    )
+
 
 GUARDS: tuple[str, ...] = (
     "Rule 5: entity extraction is never recommended from this benchmark alone; entity "
@@ -132,9 +155,23 @@ GUARDS: tuple[str, ...] = (
 )
 
 
+def _missing(rule: Rule, evidence: Evidence) -> list[str]:
+    if evidence.categories is None:
+        return []
+    return [category for category in rule.needs if category not in evidence.categories]
+
+
 def recommend(evidence: Evidence) -> Recommendation:
-    """Apply rules 1-4 in order; the first that applies is the recommendation."""
+    """Apply rules 1-4 in order, skipping those not applicable; the first that applies is
+    the recommendation."""
+    skipped: list[tuple[int, str, str]] = []
     for rule in RULES:
+        missing = _missing(rule, evidence)
+        if missing:
+            why = f"not applicable: the collection has no {' and no '.join(missing)} queries"
+            skipped.append((rule.number, rule.code, why))
+            continue
         if rule.applies(evidence):
-            return Recommendation(rule.number, rule.code, rule.explain(evidence), GUARDS)
+            text = rule.explain(evidence)
+            return Recommendation(rule.number, rule.code, text, GUARDS, tuple(skipped))
     raise AssertionError("rule 4 always applies")  # pragma: no cover

@@ -9,13 +9,15 @@ snapshot packages, the hydrated copies and the cold-start processes all live the
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 import polars as pl
+import pyarrow as pa
 
 import hotmem
 from hotmem_eval.attribution import Miss, attribute_misses
@@ -23,8 +25,8 @@ from hotmem_eval.decision import Evidence, Recommendation, recommend
 from hotmem_eval.errors import EvalError
 from hotmem_eval.fixture_schema import DUPLICATE_CATEGORY
 from hotmem_eval.fixtures import Fixture
-from hotmem_eval.ingest import open_fixture_store
-from hotmem_eval.metric_registry import METRICS
+from hotmem_eval.ingest import kept_store, open_fixture_store
+from hotmem_eval.metric_registry import METRICS, OVERALL
 from hotmem_eval.metrics import aggregate_metrics, per_query_metrics
 from hotmem_eval.runner import run_queries
 from hotmem_eval.transfer import TransferOutcome, run_transfer
@@ -33,10 +35,13 @@ __all__ = [
     "ABLATED_CHANNELS",
     "Ablation",
     "EvalRun",
+    "Stages",
     "ablation_variants",
     "evaluate",
     "evaluate_profiles",
     "evidence_from",
+    "metrics_at",
+    "sampled_queries",
 ]
 
 #: The channels the ablation removes from the baseline, in turn (``hotmem.Profile.without``).
@@ -49,7 +54,15 @@ _DUPLICATE_SLOTS = METRICS["duplicate_slot_rate_at_k"].name
 
 @dataclass(frozen=True, slots=True)
 class EvalRun:
-    """Everything one profile's run measured; rendering and export read from here only."""
+    """Everything one profile's run measured; rendering and export read from here only.
+
+    Attributes:
+        top_k: the run's first cutoff (the smallest of ``cutoffs``): the k of ``per_query``,
+            ``aggregate``, the misses and the recommendation.
+        cutoffs: every cutoff of the run, ascending; the searches returned ``max(cutoffs)``.
+        per_query, aggregate: the metrics at ``top_k`` (with their ``k`` column).
+        per_query_by_k, aggregate_by_k: the metrics at every cutoff, stacked (``k`` column).
+    """
 
     fixture: Fixture
     profile: hotmem.Profile
@@ -64,6 +77,32 @@ class EvalRun:
     ingest_s: float
     evidence: Evidence
     recommendation: Recommendation
+    cutoffs: tuple[int, ...] = ()
+    per_query_by_k: pl.DataFrame | None = None
+    aggregate_by_k: pl.DataFrame | None = None
+    stages_s: dict[str, float] = field(default_factory=dict)
+
+
+def metrics_at(
+    results: pl.DataFrame, fixture: Fixture, cutoffs: Sequence[int]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The per-query and aggregate metrics of ``results`` at every cutoff, stacked (their
+    ``k`` column tells them apart), with the fixture's relevant grade."""
+    per_query = pl.concat(
+        [
+            per_query_metrics(
+                results,
+                fixture.qrels,
+                fixture.queries,
+                fixture.groups,
+                k=k,
+                relevant_grade=fixture.relevant_grade,
+            )
+            for k in cutoffs
+        ]
+    )
+    aggregate = pl.concat([aggregate_metrics(per_query.filter(pl.col("k") == k)) for k in cutoffs])
+    return per_query, aggregate
 
 
 def evidence_from(aggregate: pl.DataFrame, transfer: TransferOutcome, *, top_k: int) -> Evidence:
@@ -81,6 +120,7 @@ def evidence_from(aggregate: pl.DataFrame, transfer: TransferOutcome, *, top_k: 
         recall_at_k=dict(zip(recall["category"], recall["value"], strict=True)),
         duplicate_slots=int(numerator or 0),
         filled_slots=int(denominator or 0),
+        categories=frozenset(str(c) for c in aggregate["category"].unique()) - {OVERALL},
     )
 
 
@@ -125,32 +165,79 @@ def _offset(
     return lambda current, _queries: progress(done + current, total)
 
 
+@dataclass(frozen=True, slots=True)
+class Stages:
+    """Progress callbacks of a run's stages, each ``(done, total)``; None shows nothing.
+
+    Attributes:
+        ingest: memories read into the store (their vectors computed with them).
+        spaces: memories embedded into a space a kept store lacked.
+        search: searches done, over every profile and variant.
+    """
+
+    ingest: hotmem.ProgressCallback | None = None
+    spaces: hotmem.ProgressCallback | None = None
+    search: hotmem.ProgressCallback | None = None
+
+
+def _source_store(
+    fixture: Fixture,
+    workdir: Path,
+    spaces: Sequence[str],
+    store_path: Path | None,
+    stages: Stages,
+) -> tuple[hotmem.MemoryStore, bool]:
+    """The store the profiles search: built in ``workdir``, or kept at ``store_path``."""
+    if store_path is None:
+        store = open_fixture_store(
+            workdir / "source.db", fixture.corpus, spaces=spaces, progress=stages.ingest
+        )
+        return store, False
+    return kept_store(
+        store_path, fixture.corpus, spaces=spaces, progress=stages.ingest or stages.spaces
+    )
+
+
 def evaluate_profiles(
     fixture: Fixture,
     workdir: Path,
     profiles: Sequence[hotmem.Profile],
     *,
     top_k: int = 5,
+    cutoffs: Sequence[int] = (),
     repeat: int = 1,
     progress: hotmem.ProgressCallback | None = None,
     ablation: bool = False,
+    store_path: Path | None = None,
+    transfer_sample: int | None = None,
+    stages: Stages | None = None,
 ) -> tuple[tuple[EvalRun, ...], Ablation | None]:
     """Evaluate every profile of ``profiles`` on one ingest of ``fixture`` (stores and
-    packages under ``workdir``), and with ``ablation`` the baseline's variants too;
-    ``progress`` is called with (searches done, searches) as the searches go.
+    packages under ``workdir``; the searched store kept at ``store_path`` when given, and
+    reused from there), and with ``ablation`` the baseline's variants too.
+
+    ``cutoffs`` are the run's k (``top_k`` alone when empty): every search returns the
+    largest, the metrics are computed at each, and the smallest is the k of the misses and
+    the recommendation. ``transfer_sample`` limits the transfer check to that many queries
+    (``sampled_queries``). ``progress`` (or ``stages.search``) is called with (searches done,
+    searches) as the searches go.
 
     Raises:
         EvalError: as ``run_queries`` (non-deterministic retrieval), or a profile needs a
             vector space the ingest cannot build.
+        UsageError: ``store_path`` holds a store of other memories.
     """
     if not profiles:
         raise EvalError("expected at least one profile, found none")
+    ks = tuple(sorted(set(cutoffs or (top_k,))))
+    stages = stages or Stages(search=progress)
     variants = ablation_variants(profiles[0]) if ablation else ()
     spaces = sorted({space for p in (*profiles, *(v for _, v in variants)) for space in p.spaces})
     total = fixture.queries.num_rows * (len(profiles) + len(variants))
     started = time.perf_counter()
-    store = open_fixture_store(workdir / "source.db", fixture.corpus, spaces=spaces)
+    store, reused = _source_store(fixture, workdir, spaces, store_path, stages)
     ingest_s = time.perf_counter() - started
+    sampled = sampled_queries(fixture.queries, transfer_sample)
     runs = []
     with store:
         for number, profile in enumerate(profiles):
@@ -161,10 +248,11 @@ def evaluate_profiles(
                     fixture,
                     profile,
                     workdir / f"profile-{number}",
-                    top_k=top_k,
+                    cutoffs=ks,
                     repeat=repeat,
-                    progress=_offset(progress, done, total),
-                    ingest_s=ingest_s,
+                    progress=_offset(stages.search, done, total),
+                    ingest_s=0.0 if reused else ingest_s,
+                    transfer_queries=sampled,
                 )
             )
         frames = [runs[0].per_query.with_columns(profile=pl.lit(profiles[0].name))]
@@ -173,20 +261,26 @@ def evaluate_profiles(
             searched = run_queries(
                 store,
                 fixture.queries,
-                top_k=top_k,
-                progress=_offset(progress, done, total),
+                top_k=ks[0],
+                progress=_offset(stages.search, done, total),
                 profile=variant,
             )
-            per_query = per_query_metrics(
-                pl.DataFrame(searched.results),
-                fixture.qrels,
-                fixture.queries,
-                fixture.groups,
-                k=top_k,
-            )
+            per_query, _ = metrics_at(pl.DataFrame(searched.results), fixture, ks[:1])
             frames.append(per_query.with_columns(profile=pl.lit(variant.name)))
     found = Ablation(profiles[0], variants, pl.concat(frames)) if ablation else None
     return tuple(runs), found
+
+
+def sampled_queries(queries: pa.Table, sample: int | None) -> pa.Table:
+    """The queries the transfer check re-runs: all of them, or ``sample`` of them, those whose
+    ``query_id`` has the smallest sha256 (a choice that depends on the ids alone, spread over
+    the collection), in ``query_id`` order."""
+    if sample is None or sample >= queries.num_rows:
+        return queries
+    ids = [str(value) for value in queries.column("query_id").to_pylist()]
+    chosen = set(sorted(ids, key=lambda i: hashlib.sha256(i.encode("utf-8")).digest())[:sample])
+    mask = pa.array([i in chosen for i in ids])
+    return queries.filter(mask)
 
 
 def _evaluate_one(
@@ -195,24 +289,40 @@ def _evaluate_one(
     profile: hotmem.Profile,
     workdir: Path,
     *,
-    top_k: int,
+    cutoffs: tuple[int, ...],
     repeat: int,
     progress: hotmem.ProgressCallback | None,
     ingest_s: float,
+    transfer_queries: pa.Table,
 ) -> EvalRun:
     workdir.mkdir()
+    top_k, depth = cutoffs[0], cutoffs[-1]
+    clock = _Stopwatch()
     run = run_queries(
-        store, fixture.queries, top_k=top_k, repeat=repeat, progress=progress, profile=profile
+        store, fixture.queries, top_k=depth, repeat=repeat, progress=progress, profile=profile
     )
+    clock.lap("search")
     misses = attribute_misses(
-        store, fixture.queries, fixture.qrels, run.results, top_k=top_k, profile=profile
+        store,
+        fixture.queries,
+        fixture.qrels,
+        run.results,
+        top_k=top_k,
+        profile=profile,
+        relevant_grade=fixture.relevant_grade,
     )
-    transfer = run_transfer(
-        store, fixture.queries, run.results, workdir, top_k=top_k, profile=profile
+    clock.lap("misses")
+    sampled_ids = set(transfer_queries.column("query_id").to_pylist())
+    source = run.results.filter(
+        pa.array([q in sampled_ids for q in run.results.column("query_id").to_pylist()])
     )
+    transfer = run_transfer(store, transfer_queries, source, workdir, top_k=depth, profile=profile)
+    clock.lap("transfer")
     results = pl.DataFrame(run.results)
-    per_query = per_query_metrics(results, fixture.qrels, fixture.queries, fixture.groups, k=top_k)
-    aggregate = aggregate_metrics(per_query)
+    per_query_by_k, aggregate_by_k = metrics_at(results, fixture, cutoffs)
+    per_query = per_query_by_k.filter(pl.col("k") == top_k)
+    aggregate = aggregate_by_k.filter(pl.col("k") == top_k)
+    clock.lap("metrics")
     evidence = evidence_from(aggregate, transfer, top_k=top_k)
     return EvalRun(
         fixture=fixture,
@@ -228,7 +338,24 @@ def _evaluate_one(
         ingest_s=ingest_s,
         evidence=evidence,
         recommendation=recommend(evidence),
+        cutoffs=cutoffs,
+        per_query_by_k=per_query_by_k,
+        aggregate_by_k=aggregate_by_k,
+        stages_s=clock.laps,
     )
+
+
+class _Stopwatch:
+    """Seconds between laps, by name."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = now - self._last
+        self._last = now
 
 
 def evaluate(

@@ -7,6 +7,17 @@ Each field is checked by the checker registered for it in ``CORPUS_FIELDS`` or
 ``QUERY_FIELDS``; checks that need more than one field or more than one record (unique ids,
 references to memories, grading rules, category counts) follow in ``check_corpus`` and
 ``check_queries``.
+
+Which query rules apply depends on the fixture (``is_suite``). A fixture whose queries use the
+built-in categories is the built-in suite and gets every check: ``QUERY_FIELDS``, all eight
+categories with at least ``MIN_QUERIES_PER_CATEGORY`` queries each, negatives without grades,
+every other query with a memory graded ``RELEVANT_GRADE`` or more. A fixture none of whose
+queries names a built-in category is free-form (``FREE_FORM_QUERY_FIELDS``): the category is
+optional and any label but ``OVERALL``, grades are any integers 0..``MAX_ANY_GRADE``, no
+category needs a minimum, and an empty relevance object is a query with no answer.
+
+One query naming a built-in category is enough to make the fixture the suite, so a misspelt
+category in the suite is reported as unknown rather than turning the fixture free-form.
 """
 
 from __future__ import annotations
@@ -22,18 +33,22 @@ import hotmem
 from hotmem_eval.errors import Problem
 from hotmem_eval.fixture_schema import (
     CATEGORIES,
+    MAX_ANY_GRADE,
     MAX_GRADE,
     MIN_QUERIES_PER_CATEGORY,
     NEGATIVE_CATEGORY,
+    OVERALL,
     RELEVANT_GRADE,
 )
 
 __all__ = [
     "CORPUS_FIELDS",
+    "FREE_FORM_QUERY_FIELDS",
     "QUERY_FIELDS",
     "Record",
     "check_corpus",
     "check_queries",
+    "is_suite",
 ]
 
 #: One non-blank line of a JSON Lines file: its 1-based number and the object it holds.
@@ -77,15 +92,31 @@ def _category(name: str, value: object) -> Iterator[str]:
         yield f"unknown {name}={value!r}{hint}"
 
 
-def _relevance(name: str, value: object) -> Iterator[str]:
-    if not isinstance(value, dict):
-        yield f"expected {name} to be an object of memory_id -> grade, found {name}={value!r}"
-        return
-    for memory_id, grade in value.items():
-        if not _is_grade(grade):
-            yield (
-                f"expected an integer grade 0..{MAX_GRADE}, found {name}[{memory_id!r}]={grade!r}"
-            )
+def _free_category(name: str, value: object) -> Iterator[str]:
+    if value == OVERALL:
+        yield (
+            f"expected {name} other than {OVERALL!r} (the row over all queries), "
+            f"found {name}={value!r}"
+        )
+    else:
+        yield from _text(name, value)
+
+
+def _relevance(max_grade: int) -> Checker:
+    """The checker of a relevance object whose grades run 0..``max_grade``."""
+
+    def check(name: str, value: object) -> Iterator[str]:
+        if not isinstance(value, dict):
+            yield f"expected {name} to be an object of memory_id -> grade, found {name}={value!r}"
+            return
+        for memory_id, grade in value.items():
+            if not _is_grade(grade, max_grade):
+                yield (
+                    f"expected an integer grade 0..{max_grade}, "
+                    f"found {name}[{memory_id!r}]={grade!r}"
+                )
+
+    return check
 
 
 def _duplicate_groups(name: str, value: object) -> Iterator[str]:
@@ -112,15 +143,30 @@ CORPUS_FIELDS: Mapping[str, FieldSpec] = {
     "namespace": FieldSpec(required=False, check=_text),
     "duplicate_of": FieldSpec(required=False, check=_text),
 }
+#: The built-in suite's queries.
 QUERY_FIELDS: Mapping[str, FieldSpec] = {
     "query_id": FieldSpec(required=True, check=_text),
     "category": FieldSpec(required=True, check=_category),
     "query": FieldSpec(required=True, check=_text),
-    "relevance": FieldSpec(required=True, check=_relevance),
+    "relevance": FieldSpec(required=True, check=_relevance(MAX_GRADE)),
     "notes": FieldSpec(required=True, check=_string),
     "identifier": FieldSpec(required=False, check=_text),
     "duplicate_groups": FieldSpec(required=False, check=_duplicate_groups),
 }
+#: A free-form fixture's queries: an optional category of its own, grades of any size.
+FREE_FORM_QUERY_FIELDS: Mapping[str, FieldSpec] = {
+    **QUERY_FIELDS,
+    "category": FieldSpec(required=False, check=_free_category),
+    "relevance": FieldSpec(required=True, check=_relevance(MAX_ANY_GRADE)),
+}
+
+
+def is_suite(records: Sequence[Record]) -> bool:
+    """Whether the query records are the built-in suite: at least one names a built-in category.
+
+    A fixture that loads is then the suite exactly when every query's category is built in.
+    """
+    return any(record.get("category") in CATEGORIES for _, record in records)
 
 
 def check_corpus(path: str, records: Sequence[Record]) -> list[Problem]:
@@ -157,6 +203,7 @@ def check_queries(
 ) -> list[Problem]:
     """Return every problem of the query records, ordered by line (file-wide ones last).
 
+    The built-in suite's rules apply when ``is_suite(records)``; otherwise the free-form ones.
     References to memories are checked against ``corpus``; when it holds no records (the
     corpus file is missing or empty, itself an error) they are not checked, so one missing
     file does not bury the report under unknown-memory errors.
@@ -167,41 +214,50 @@ def check_queries(
         corpus: the parsed records of the corpus file.
     """
     problems: list[Problem] = []
+    suite = is_suite(records)
+    fields = QUERY_FIELDS if suite else FREE_FORM_QUERY_FIELDS
     first_lines = _first_lines(records, "query_id")
     memory_ids = {r["memory_id"] for _, r in corpus if _is_text(r.get("memory_id"))}
     identifiers = {r["identifier"] for _, r in corpus if _is_text(r.get("identifier"))}
     counts: Counter[str] = Counter()
     for line, record in records:
-        problems.extend(_check_fields(path, line, record, QUERY_FIELDS))
+        problems.extend(_check_fields(path, line, record, fields))
         problems.extend(_repeats(path, line, record, "query_id", first_lines))
         reasons = list(_unknown_memories(record, memory_ids)) if corpus else []
-        reasons.extend(_grading_rules(record, counts))
+        if suite:
+            reasons.extend(_grading_rules(record, counts))
         problems.extend(Problem(path, line, reason) for reason in reasons)
-        identifier = record.get("identifier")
-        if corpus and _is_text(identifier) and identifier not in identifiers:
-            problems.append(
-                Problem(
-                    path,
-                    line,
-                    f"identifier={identifier!r} matches no memory's identifier, so the scoped "
-                    f"search can return nothing{_suggest(identifier, identifiers)}",
-                    "warning",
-                )
-            )
-    # With no records at all, the reader's "no records" error already says it all.
-    for category in CATEGORIES if records else ():
+        if corpus:
+            reasons = list(_unknown_identifier(record, identifiers))
+            problems.extend(Problem(path, line, reason, "warning") for reason in reasons)
+    # A free-form fixture has no minimum; with no records at all it is not the suite, and the
+    # reader's "no records" error already says it all.
+    if suite:
+        problems.extend(Problem(path, None, reason) for reason in _category_counts(counts))
+    return _by_line(problems)
+
+
+def _unknown_identifier(
+    record: Mapping[str, object], identifiers: Collection[str]
+) -> Iterator[str]:
+    identifier = record.get("identifier")
+    if _is_text(identifier) and identifier not in identifiers:
+        yield (
+            f"identifier={identifier!r} matches no memory's identifier, so the scoped "
+            f"search can return nothing{_suggest(identifier, identifiers)}"
+        )
+
+
+def _category_counts(counts: Counter[str]) -> Iterator[str]:
+    """The built-in suite's rule: every category with ``MIN_QUERIES_PER_CATEGORY`` queries."""
+    for category in CATEGORIES:
         found = counts[category]
         if found < MIN_QUERIES_PER_CATEGORY:
             what = "missing category" if found == 0 else "too few queries in category"
-            problems.append(
-                Problem(
-                    path,
-                    None,
-                    f"{what} {category!r}: expected at least {MIN_QUERIES_PER_CATEGORY} "
-                    f"queries, found {found}",
-                )
+            yield (
+                f"{what} {category!r}: expected at least {MIN_QUERIES_PER_CATEGORY} "
+                f"queries, found {found}"
             )
-    return _by_line(problems)
 
 
 def _grading_rules(record: Mapping[str, object], counts: Counter[str]) -> Iterator[str]:
@@ -281,8 +337,8 @@ def _is_text(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and bool(value.strip())
 
 
-def _is_grade(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_GRADE
+def _is_grade(value: object, max_grade: int = MAX_GRADE) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= max_grade
 
 
 def _did_you_mean(value: str, choices: Collection[str]) -> str | None:

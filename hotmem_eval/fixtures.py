@@ -5,6 +5,9 @@ one ``FixtureError`` listing every problem of both files, or returns a ``Fixture
 follow the schemas of ``fixture_schema``. Every table is sorted by its ids, so the order of
 the lines in a file never changes a result; only the ``line`` columns, kept for messages,
 record where a row came from.
+
+``Fixture`` is also what a BEIR or TREC collection loads into (``hotmem_eval.collection``);
+``format`` says which, and ``relevant_grade`` which grades count as relevant.
 """
 
 from __future__ import annotations
@@ -14,16 +17,26 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
 import hotmem
-from hotmem_eval.errors import FixtureError, Problem
-from hotmem_eval.fixture_schema import CORPUS_SCHEMA, GROUPS_SCHEMA, QRELS_SCHEMA, QUERIES_SCHEMA
-from hotmem_eval.fixture_validation import Record, check_corpus, check_queries
+from hotmem_eval.errors import FixtureError, Problem, UsageError
+from hotmem_eval.fixture_schema import (
+    CORPUS_SCHEMA,
+    GROUPS_SCHEMA,
+    MAX_ANY_GRADE,
+    QRELS_SCHEMA,
+    QUERIES_SCHEMA,
+    RELEVANT_GRADE,
+)
+from hotmem_eval.fixture_validation import Record, check_corpus, check_queries, is_suite
 
-__all__ = ["Fixture", "load_fixture"]
+__all__ = ["Fixture", "FixtureFormat", "checked_relevant_grade", "load_fixture", "read_records"]
+
+#: Where a fixture came from: the native JSON Lines pair, a BEIR directory, a TREC collection.
+FixtureFormat = Literal["native", "beir", "trec"]
 
 _Object = Mapping[str, Any]
 
@@ -42,7 +55,15 @@ class Fixture:
         warnings: problems that did not refuse the fixture (unknown fields, an
             identifier no memory has), in file and line order.
         corpus_path: the corpus file it was read from.
-        queries_path: the queries file it was read from.
+        queries_path: the queries file it was read from (a TREC collection's topics file).
+        format: ``"native"``, ``"beir"`` or ``"trec"``.
+        suite: whether it is the built-in 8-category suite (every query's category is one
+            of ``CATEGORIES``), whose own rules and decision rules apply.
+        relevant_grade: a memory graded at least this counts as relevant (>= 1).
+        sources: every file read, in a fixed order (corpus, queries or topics, then qrels),
+            for digests.
+        qrels_path: the qrels file of a BEIR or TREC collection; None for a native fixture,
+            whose grades are in its queries file.
     """
 
     corpus: pa.Table = field(repr=False)
@@ -52,27 +73,56 @@ class Fixture:
     warnings: tuple[Problem, ...]
     corpus_path: Path
     queries_path: Path
+    format: FixtureFormat
+    suite: bool
+    relevant_grade: int
+    sources: tuple[Path, ...]
+    qrels_path: Path | None
+
+
+def checked_relevant_grade(given: int | None, default: int) -> int:
+    """``given``, or ``default`` when it is None, as a rule of relevance.
+
+    Raises:
+        UsageError: ``given`` is not an integer 1..``MAX_ANY_GRADE``.
+    """
+    if given is None:
+        return default
+    if isinstance(given, bool) or not isinstance(given, int) or not 1 <= given <= MAX_ANY_GRADE:
+        raise UsageError(
+            f"expected relevant_grade as an integer 1..{MAX_ANY_GRADE}, "
+            f"found relevant_grade={given!r}"
+        )
+    return given
 
 
 def load_fixture(
-    corpus_path: str | os.PathLike[str], queries_path: str | os.PathLike[str]
+    corpus_path: str | os.PathLike[str],
+    queries_path: str | os.PathLike[str],
+    *,
+    relevant_grade: int | None = None,
 ) -> Fixture:
     """Read, validate and tabulate a retrieval fixture.
 
     Parameters:
         corpus_path: JSON Lines file with one memory an object.
         queries_path: JSON Lines file with one evaluated query an object.
+        relevant_grade: the lowest grade that counts as relevant; None for the native rule,
+            ``RELEVANT_GRADE`` (2).
 
     Returns:
-        The fixture, its tables sorted by id and its warnings kept.
+        The fixture, its tables sorted by id and its warnings kept; ``suite`` is true when
+        every query's category is one of the built-in ``CATEGORIES``.
 
     Raises:
         FixtureError: at least one error in either file; ``problems`` lists every error and
             warning of both files, each as ``path:line: reason``.
+        UsageError: ``relevant_grade`` is not an integer of at least 1.
     """
+    grade = checked_relevant_grade(relevant_grade, RELEVANT_GRADE)
     corpus_name, queries_name = os.fspath(corpus_path), os.fspath(queries_path)
-    corpus_records, corpus_read = _read_jsonl(corpus_name)
-    query_records, queries_read = _read_jsonl(queries_name)
+    corpus_records, corpus_read = read_records(corpus_name)
+    query_records, queries_read = read_records(queries_name)
     problems = [
         *_by_line(corpus_read + check_corpus(corpus_name, corpus_records)),
         *_by_line(queries_read + check_queries(queries_name, query_records, corpus=corpus_records)),
@@ -91,13 +141,23 @@ def load_fixture(
         warnings=tuple(problems),
         corpus_path=Path(corpus_name),
         queries_path=Path(queries_name),
+        format="native",
+        suite=is_suite(query_records),
+        relevant_grade=grade,
+        sources=(Path(corpus_name), Path(queries_name)),
+        qrels_path=None,
     )
 
 
-def _read_jsonl(path: str) -> tuple[list[Record], list[Problem]]:
+def read_records(path: str | os.PathLike[str]) -> tuple[list[Record], list[Problem]]:
     """Every object of a JSON Lines file and every problem, by ``hotmem.read_jsonl``'s policy
     (the one ``hotmem import`` applies: UTF-8, one leading BOM, no repeated keys, bounded
-    nesting and numbers)."""
+    nesting and numbers).
+
+    Returns:
+        The ``(line, object)`` records in line order, and the problems of the file (a
+        missing, unreadable or empty file is one problem without a line).
+    """
     records: list[Record] = []
     problems: list[Problem] = []
     for item in hotmem.read_jsonl(path):

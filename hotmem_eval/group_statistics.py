@@ -12,6 +12,9 @@ joined and counted (``grouped_members``), a small share of the rows, and the ide
 follows from how many groups have more than 1, 2, ... relevant memories (``ideal_groups``).
 Grouping and sorting every relevant memory instead made the per-query metrics up to twice as
 slow at 100k queries.
+
+``index_in_run`` and ``count_in_run`` number a frame's rows within runs of equal keys (a slot
+among its group's, an ideal position among its query's); ``metric_statistics`` uses them too.
 """
 
 from __future__ import annotations
@@ -22,14 +25,15 @@ from typing import Final
 
 import polars as pl
 
-from hotmem_eval.fixture_schema import RELEVANT_GRADE
 from hotmem_eval.metric_registry import ALPHA
 
 __all__ = [
     "GROUPED_SLOT_COLUMNS",
+    "count_in_run",
     "discounts",
     "grouped_members",
     "ideal_groups",
+    "index_in_run",
     "slot_groups",
 ]
 
@@ -40,14 +44,16 @@ _MID = "memory_id"
 GROUPED_SLOT_COLUMNS: Final = ("relevant_slot_groups", "relevant_slot_ranks")
 
 
-def grouped_members(qrels: pl.LazyFrame, groups: pl.LazyFrame) -> pl.LazyFrame:
+def grouped_members(
+    qrels: pl.LazyFrame, groups: pl.LazyFrame, *, relevant_grade: int
+) -> pl.LazyFrame:
     """Per (query, real group holding a relevant memory): its relevant memories, ``members``.
 
-    A relevant memory is in a real group when it has a ``groups`` row, or when it has none and
-    its id names a group of its query (it is the group named by its id, so it shares it); any
-    other relevant memory is alone in its group.
+    A relevant memory (graded ``relevant_grade`` or more) is in a real group when it has a
+    ``groups`` row, or when it has none and its id names a group of its query (it is the group
+    named by its id, so it shares it); any other relevant memory is alone in its group.
     """
-    relevant = qrels.filter(pl.col("grade") >= RELEVANT_GRADE)
+    relevant = qrels.filter(pl.col("grade") >= relevant_grade)
     with_row = relevant.join(groups, on=[_QID, _MID], how="inner").select(_QID, "group_id")
     namesakes = (
         relevant.join(
@@ -74,7 +80,7 @@ def slot_groups(slot_counts: pl.LazyFrame) -> pl.LazyFrame:
         # A group's relevant slots are neighbours, in rank order; its first finds the group.
         # The sort fixes the order the gains are summed in: the same bits in any input order.
         .sort(_QID, group, rank)
-        .with_columns(earlier_relevant=_index_in_run(_QID, group))
+        .with_columns(earlier_relevant=index_in_run(_QID, group))
         .group_by(_QID)
         .agg(
             relevant_groups_at_k=earlier.filter(earlier == 0).len(),
@@ -143,11 +149,26 @@ def discounts(depth: int) -> pl.Series:
     return pl.Series("discount", table, pl.Float64)
 
 
-def _index_in_run(*keys: str) -> pl.Expr:
-    """Per row of a frame sorted by ``keys``: its 0-based index among the rows of equal keys."""
-    row = pl.int_range(pl.len(), dtype=pl.Int64)
-    starts = functools.reduce(
+def _run_starts(*keys: str) -> pl.Expr:
+    """Per row of a frame sorted by ``keys``: whether it is the first of its run of equal keys."""
+    return functools.reduce(
         lambda left, right: left | right,
         (pl.col(key).ne_missing(pl.col(key).shift(1)) for key in keys),
     )
-    return row - pl.when(starts).then(row).forward_fill()
+
+
+def index_in_run(*keys: str) -> pl.Expr:
+    """Per row of a frame sorted by ``keys``: its 0-based index among the rows of equal keys."""
+    row = pl.int_range(pl.len(), dtype=pl.Int64)
+    return row - pl.when(_run_starts(*keys)).then(row).forward_fill()
+
+
+def count_in_run(condition: pl.Expr, *keys: str) -> pl.Expr:
+    """Per row of a frame sorted by ``keys``: the rows of its run up to it where ``condition``.
+
+    One running sum over the whole frame, less its value before the run began: no window per
+    run (a hundred thousand small windows are slow). ``condition`` must not be null.
+    """
+    hits = condition.cast(pl.Int64)
+    running = hits.cum_sum()
+    return running - pl.when(_run_starts(*keys)).then(running - hits).forward_fill()

@@ -12,10 +12,12 @@ values are aggregated, its report label and whether the baseline gates it, and a
 named ``metrics`` (``metrics_frame``): ``sql/001_per_query_metrics.sql`` holds only each
 metric's formula, and takes its order and applicability from there.
 
-"Relevant" means graded ``RELEVANT_GRADE`` (2) or more; "graded" means graded 1 or more. A
-query's "groups" are its near-duplicate groups (the ``groups`` input: a memory in no group is its
-own group); a group is relevant when it holds a memory relevant to the query. Relevance stays a
-memory's own grade: an ungraded member of a relevant group is not relevant.
+"Relevant" means graded ``relevant_grade`` or more (a keyword of every engine; by default
+``RELEVANT_GRADE``, 2, the native fixture's rule; BEIR and TREC collections use 1, as trec_eval
+does); "graded" means graded 1 or more. A query's "groups" are its near-duplicate groups (the
+``groups`` input: a memory in no group is its own group); a group is relevant when it holds a
+memory relevant to the query. Relevance stays a memory's own grade: an ungraded member of a
+relevant group is not relevant.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Final, Literal
 
 import polars as pl
 
-from hotmem_eval.fixture_schema import DUPLICATE_CATEGORY, RELEVANT_GRADE
+from hotmem_eval.fixture_schema import DUPLICATE_CATEGORY
 
 __all__ = [
     "ALPHA",
@@ -55,11 +57,14 @@ ALPHA: Final = 0.5
 
 #: The per-query statistics every metric is computed from, with their meaning.
 STATISTICS: Final[dict[str, str]] = {
-    "relevant_total": f"memories graded >= {RELEVANT_GRADE} (retrieved or not)",
+    "k": "the cutoff: slots ranked beyond it are ignored",
+    "relevant_total": "memories graded >= relevant_grade (retrieved or not)",
     "graded_total": "memories graded >= 1 (retrieved or not)",
     "relevant_at_1": "relevant memories in the top 1",
     "relevant_at_k": "distinct relevant memories in the top k",
     "first_relevant_rank": "rank of the first relevant memory in the top k, null if none",
+    "precision_sum": "sum over the top k's relevant slots of "
+    "|relevant in the top rank| / rank (precision at each relevant slot)",
     "dcg": "sum over the top k of grade / log2(rank + 1), a repeated memory counted once",
     "ideal_dcg": "the same sum over every graded memory sorted by grade descending, cut at k",
     "relevant_groups": "groups holding a relevant memory (retrieved or not)",
@@ -83,7 +88,8 @@ def _negative() -> pl.Expr:
 
 
 def _near_duplicate() -> pl.Expr:
-    return pl.col("category") == DUPLICATE_CATEGORY
+    # A query with no category (null) is not a near-duplicate query.
+    return pl.col("category").eq_missing(DUPLICATE_CATEGORY)
 
 
 def _scoped() -> pl.Expr:
@@ -92,7 +98,7 @@ def _scoped() -> pl.Expr:
 
 #: For each applicability, the text the docs show and the polars predicate over statistics.
 APPLICABILITY: Final[dict[Applicability, tuple[str, Callable[[], pl.Expr]]]] = {
-    "positive": (f"queries with at least one memory graded >= {RELEVANT_GRADE}", _positive),
+    "positive": ("queries with at least one memory graded >= relevant_grade", _positive),
     "negative": ("queries with no memory graded >= 1", _negative),
     "near_duplicate": (f"queries of category {DUPLICATE_CATEGORY!r}", _near_duplicate),
     "scoped": ("queries with a non-null identifier (scope)", _scoped),
@@ -120,7 +126,7 @@ class Metric:
         aggregation: how a category's value is made from per-query values.
         has_ratio: whether the metric carries an integer numerator and denominator.
         exprs: builds the polars expressions over the statistics frame.
-        label: the short report header; ``{k}`` stands for the run's top-k.
+        label: the short report header; ``{k}`` stands for the cutoff (the ``k`` column).
         in_report: whether the report's metrics table shows it.
         gated: whether the baseline's directional check forbids it to fall.
     """
@@ -239,6 +245,29 @@ def ndcg_at_k() -> MetricExprs:
     """
     ideal = pl.col("ideal_dcg")
     return MetricExprs(value=pl.when(ideal > 0).then(pl.col("dcg") / ideal).otherwise(0.0))
+
+
+@_metric(applies_to="positive", label="P@{k}")
+def precision_at_k() -> MetricExprs:
+    """Share of the top k slots holding a relevant memory (trec_eval ``P``).
+
+    precision@k = |relevant in top k| / k  (k, not the slots filled: an unfilled slot counts
+                  as not relevant)
+    """
+    return _fraction(_count("relevant_at_k"), _count("k"))
+
+
+@_metric(applies_to="positive", label="AP@{k}")
+def ap_at_k() -> MetricExprs:
+    """Average precision cut at k (trec_eval ``map_cut``; its category mean is MAP@k).
+
+    AP@k = (1 / |relevant|) * sum over ranks i <= k holding a relevant memory of
+           |relevant in top i| / i
+    """
+    relevant = pl.col("relevant_total")
+    return MetricExprs(
+        value=pl.when(relevant > 0).then(pl.col("precision_sum") / relevant).otherwise(0.0)
+    )
 
 
 @_metric(applies_to="positive", label="group R@{k}", gated=True)

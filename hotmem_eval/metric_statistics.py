@@ -9,12 +9,16 @@ same per-query counts, so no input is scanned twice.
 The per-query aggregates are computed by one group-by over the top k, sorted by
 (query_id, rank); nothing runs group by group inside ``group_by().agg()`` (a window, a sort,
 ``is_first_distinct``), which is slow with a hundred thousand groups. So a duplicate slot is
-counted as "slots minus distinct groups", and a repeated rank as equal sorted neighbours.
+counted as "slots minus distinct groups", a repeated rank as equal sorted neighbours, the
+relevant slots at or above a rank (average precision) as one running count over the sorted
+slots, and an ideal position (IDCG) as a row's index among its query's sorted qrels.
+
+Relevant means graded ``relevant_grade`` or more, a keyword of each plan that needs it; grades
+are any integers >= 0 (``qrels.grade`` is cast to Int32).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -23,11 +27,11 @@ import polars as pl
 import pyarrow as pa
 
 from hotmem_eval.errors import EvalError
-from hotmem_eval.fixture_schema import MAX_GRADE, RELEVANT_GRADE
 from hotmem_eval.group_statistics import (
     GROUPED_SLOT_COLUMNS,
-    discounts,
+    count_in_run,
     ideal_groups,
+    index_in_run,
     slot_groups,
 )
 from hotmem_eval.metric_registry import OVERALL
@@ -57,7 +61,7 @@ RESULTS_COLUMNS: Final[dict[str, pl.DataType]] = {
 QRELS_COLUMNS: Final[dict[str, pl.DataType]] = {
     "query_id": pl.String(),
     "memory_id": pl.String(),
-    "grade": pl.Int8(),
+    "grade": pl.Int32(),
 }
 QUERIES_COLUMNS: Final[dict[str, pl.DataType]] = {
     "query_id": pl.String(),
@@ -127,22 +131,36 @@ def _check_columns(
         )
 
 
-def per_qrels(qrels: pl.LazyFrame) -> pl.LazyFrame:
-    """Per graded query: qrel rows, distinct memories, graded/relevant counts, IDCG inputs."""
+def per_qrels(qrels: pl.LazyFrame, *, relevant_grade: int, k: int) -> pl.LazyFrame:
+    """Per graded query: qrel rows, distinct memories, graded/relevant counts, and IDCG@k."""
     grade = pl.col("grade")
+    counts = qrels.group_by(_QID).agg(
+        qrel_rows=pl.len(),
+        qrel_memories=pl.col(_MID).n_unique(),
+        negative_grades=_rows_where(grade < 0),
+        graded_total=_rows_where(grade >= 1),
+        relevant_total=_rows_where(grade >= relevant_grade),
+    )
+    return counts.join(_ideal_dcg(qrels, k), on=_QID, how="left")
+
+
+def _ideal_dcg(qrels: pl.LazyFrame, k: int) -> pl.LazyFrame:
+    """Per query with a graded memory: IDCG@k, its graded memories sorted by grade descending.
+
+    IDCG@k = sum over ideal positions p <= k of grade_p / log2(p + 1). One sort of the graded
+    qrels numbers the positions (equal grades are interchangeable, so ties need no order) and
+    fixes the order the gains are summed in.
+    """
+    grade = pl.col("grade")
+    position = pl.col("position")
     return (
-        qrels.group_by(_QID)
-        .agg(
-            qrel_rows=pl.len(),
-            qrel_memories=pl.col(_MID).n_unique(),
-            grades_out_of_range=_rows_where(~grade.is_between(0, MAX_GRADE)),
-            # How many memories are graded g or more, for each g: the ideal ranking fills its
-            # first positions with the highest grades, so these counts say where each grade sits.
-            **{f"at_least_{g}": _rows_where(grade >= g) for g in range(1, MAX_GRADE + 1)},
-        )
-        .with_columns(
-            graded_total=pl.col("at_least_1"), relevant_total=pl.col(f"at_least_{RELEVANT_GRADE}")
-        )
+        qrels.filter(grade >= 1)
+        .select(_QID, grade)
+        .sort(_QID, "grade", descending=[False, True])
+        .with_columns(position=index_in_run(_QID) + 1)
+        .filter(position <= k)
+        .group_by(_QID)
+        .agg(ideal_dcg=(grade / (position + 1).log(2)).sum())
     )
 
 
@@ -161,11 +179,14 @@ def per_slots(
     queries: pl.LazyFrame,
     groups: pl.LazyFrame,
     k: int,
+    *,
+    relevant_grade: int,
 ) -> pl.LazyFrame:
     """Per query that returned something: counts and gains over its top-k slots."""
     rank = pl.col("rank")
     grade = pl.col("grade")
-    relevant = grade >= RELEVANT_GRADE
+    # An unjudged slot has a null grade: not relevant.
+    relevant = (grade >= relevant_grade).fill_null(value=False)
     group = pl.coalesce("group_id", _MID)
     slots = (
         results.filter(rank <= k)
@@ -177,7 +198,8 @@ def per_slots(
         # makes the plan observe the order, so the optimiser keeps the sort and DCG below sums
         # its gains in rank order: the same bits whatever the input row order.
         .with_columns(
-            repeated_rank=(pl.col(_QID) == pl.col(_QID).shift(1)) & (rank == rank.shift(1))
+            repeated_rank=(pl.col(_QID) == pl.col(_QID).shift(1)) & (rank == rank.shift(1)),
+            relevant_so_far=count_in_run(relevant, _QID),
         )
     )
     group_ids, group_ranks = GROUPED_SLOT_COLUMNS
@@ -189,6 +211,8 @@ def per_slots(
         relevant_at_1=_rows_where(relevant & (rank == 1)),
         relevant_at_k=_rows_where(relevant),
         first_relevant_rank=rank.filter(relevant).min(),
+        # Precision at each relevant slot, summed in rank order (average precision's sum).
+        precision_sum=(pl.col("relevant_so_far") / rank).filter(relevant).sum(),
         # Only graded slots gain (the qrels joined are graded >= 1); a group with none sums to 0.
         dcg=(grade / (rank + 1).log(2)).filter(grade.is_not_null()).sum(),
         # Each group's first slot is not a duplicate, every later one is.
@@ -204,7 +228,6 @@ def per_slots(
 _COUNTS: Final = (
     "graded_total",
     "relevant_total",
-    *(f"at_least_{g}" for g in range(1, MAX_GRADE + 1)),
     "filled_slots",
     "relevant_at_1",
     "relevant_at_k",
@@ -212,6 +235,7 @@ _COUNTS: Final = (
     "relevant_groups_at_k",
     "leaked_slots",
 )
+_GAINS: Final = ("dcg", "ideal_dcg", "alpha_dcg", "precision_sum")
 
 
 def statistics(
@@ -219,45 +243,30 @@ def statistics(
     qrel_counts: pl.LazyFrame,
     slot_counts: pl.LazyFrame,
     members: pl.DataFrame,
+    *,
+    k: int,
     depth: int,
 ) -> pl.LazyFrame:
     """One row per query of ``queries``, sorted by ``query_id``, with every statistic.
 
     ``members`` is ``group_statistics.grouped_members``, materialised. ``depth`` is where the
-    ideal rankings are cut: k, or less when no query can have k graded memories (any bound on
-    the graded count per query gives the same IDCG).
+    ideal alpha-DCG ranking is cut: k, or less when no query can have k graded memories (any
+    bound on the graded count per query gives the same ideal).
     """
     group_counts, relevant_groups, ideal_alpha_dcg = ideal_groups(members, depth)
-    gains = ("dcg", "alpha_dcg")
     return (
         queries.join(qrel_counts, on=_QID, how="left")
         .join(slot_counts.drop(GROUPED_SLOT_COLUMNS), on=_QID, how="left")
         .join(slot_groups(slot_counts), on=_QID, how="left")
         .join(group_counts, on=_QID, how="left")
-        .with_columns(pl.col(_COUNTS).fill_null(0), pl.col(gains).fill_null(0.0))
+        .with_columns(
+            pl.col(_COUNTS).fill_null(0),
+            pl.col(_GAINS).fill_null(0.0),
+            k=pl.lit(k, pl.Int32),
+        )
         .with_columns(relevant_groups=relevant_groups)
-        .with_columns(ideal_dcg=_ideal_dcg(depth), ideal_alpha_dcg=ideal_alpha_dcg)
+        .with_columns(ideal_alpha_dcg=ideal_alpha_dcg)
         .sort(_QID)
-    )
-
-
-@functools.lru_cache(maxsize=16)
-def _ideal_dcg(k: int) -> pl.Expr:
-    """IDCG@k from the ``at_least_{g}`` counts.
-
-    With c_g memories graded g or more, grade g fills ideal positions c_{g+1}+1 .. c_g, so
-    IDCG@k = sum over g of g * (D(min(c_g, k)) - D(min(c_{g+1}, k))), where
-    D(n) = sum over positions i in 1..n of 1 / log2(i + 1).
-    """
-    table = pl.lit(discounts(k))
-
-    def reached(grade: int) -> pl.Expr:
-        if grade > MAX_GRADE:
-            return pl.lit(0.0)
-        return table.gather(pl.col(f"at_least_{grade}").clip(upper_bound=k))
-
-    return pl.sum_horizontal(
-        grade * (reached(grade) - reached(grade + 1)) for grade in range(1, MAX_GRADE + 1)
     )
 
 
@@ -289,14 +298,13 @@ class InputRules:
                     queries,
                     (
                         ("queries: query_id unique", pl.col(_QID).is_duplicated()),
-                        ("queries: category non-null", category.is_null()),
                         (f"queries: no category named {OVERALL!r}", category == OVERALL),
                     ),
                 ),
                 (
                     qrel_counts,
                     (
-                        (f"qrels: grade in 0..{MAX_GRADE}", pl.col("grades_out_of_range") > 0),
+                        ("qrels: grade >= 0", pl.col("negative_grades") > 0),
                         (
                             "qrels: (query_id, memory_id) unique",
                             pl.col("qrel_memories") != pl.col("qrel_rows"),

@@ -11,9 +11,11 @@ Inputs (canonical columns; other columns are ignored):
 - ``results``: ``query_id``, ``rank`` (1-based, unique per query), ``memory_id``,
   ``identifier`` (of the returned memory). Only ``rank <= k`` counts; a memory appears at
   most once in a query's top k.
-- ``qrels``: ``query_id``, ``memory_id``, ``grade`` (0..3), one row per pair at most.
-- ``queries``: ``query_id`` (unique), ``category``, ``identifier`` (the scope searched; null
-  means unscoped). Every query is here, whatever it returned or was graded.
+- ``qrels``: ``query_id``, ``memory_id``, ``grade`` (an integer >= 0, int8 or int32), one row
+  per pair at most. Relevant means graded ``relevant_grade`` or more, graded means 1 or more.
+- ``queries``: ``query_id`` (unique), ``category`` (null: the query has none; it counts in
+  "overall" only), ``identifier`` (the scope searched; null means unscoped). Every query is
+  here, whatever it returned or was graded.
 - ``groups``: ``query_id``, ``memory_id``, ``group_id``; a pair absent here is its own group.
   Group recall and alpha-nDCG read the groups of every relevant memory, returned or not.
 
@@ -25,12 +27,14 @@ from __future__ import annotations
 
 import decimal
 import functools
+from collections import defaultdict
 from collections.abc import Iterable
 from typing import Final, NamedTuple
 
 import polars as pl
 
 from hotmem_eval.errors import EvalError
+from hotmem_eval.fixture_schema import RELEVANT_GRADE
 from hotmem_eval.group_statistics import grouped_members
 from hotmem_eval.metric_registry import APPLICABILITY, METRICS, OVERALL
 from hotmem_eval.metric_statistics import (
@@ -50,13 +54,17 @@ from hotmem_eval.metric_statistics import (
 __all__ = [
     "AGGREGATE_COLUMNS",
     "ENGINE",
+    "MAX_K",
     "PER_QUERY_COLUMNS",
     "aggregate_metrics",
     "per_query_metrics",
 ]
 
-#: The long per-query output: every (query, metric) pair exactly once.
+#: The largest k (and relevant_grade): ``k`` is an Int32 column, as ``rank`` is.
+MAX_K: Final = 2**31 - 1
+#: The long per-query output: every (query, metric) pair exactly once, at the call's k.
 PER_QUERY_COLUMNS: Final[dict[str, pl.DataType]] = {
+    "k": pl.Int32(),
     "query_id": pl.String(),
     "category": pl.String(),
     "metric": pl.String(),
@@ -65,8 +73,9 @@ PER_QUERY_COLUMNS: Final[dict[str, pl.DataType]] = {
     "denominator": pl.Int64(),
     "applicable": pl.Boolean(),
 }
-#: The aggregate output: every (category, metric) pair, "overall" first.
+#: The aggregate output: every (k, category, metric), "overall" first within a k.
 AGGREGATE_COLUMNS: Final[dict[str, pl.DataType]] = {
+    "k": pl.Int32(),
     "category": pl.String(),
     "metric": pl.String(),
     "value": pl.Float64(),
@@ -100,6 +109,7 @@ def per_query_metrics(
     groups: FrameLike,
     *,
     k: int = 5,
+    relevant_grade: int = RELEVANT_GRADE,
 ) -> pl.DataFrame:
     """Every metric of ``METRICS`` for every query, one row per (query, metric).
 
@@ -107,7 +117,9 @@ def per_query_metrics(
         results, qrels, queries, groups: the canonical input frames (see the module docstring),
             as polars DataFrames or pyarrow Tables. ``results`` may also be a LazyFrame, such
             as ``pl.scan_parquet(...)``: only its rows ranked <= k are then read.
-        k: the run's top-k; slots ranked beyond it are ignored.
+        k: the cutoff; slots ranked beyond it are ignored. Every row's ``k`` column holds it.
+        relevant_grade: the smallest grade that counts as relevant (the fixture's rule: 2
+            for the native fixture, 1 for BEIR and TREC collections, as trec_eval).
 
     Returns:
         A frame of ``PER_QUERY_COLUMNS`` sorted by metric (registry order), then ``query_id``
@@ -116,23 +128,26 @@ def per_query_metrics(
         each metric's default (recall 0, success 0, fpr 0, ...).
 
     Raises:
-        EvalError: ``k`` is not an int >= 1; a frame misses a column or has one that does not
-            cast; or an input rule is broken (duplicate keys, grade outside 0..3, rank < 1,
-            a memory twice in a query's top k, rows of a query absent from ``queries``, a
-            category named "overall").
+        EvalError: ``k`` or ``relevant_grade`` is not an int in 1..MAX_K; a frame misses a
+            column or has one that does not cast; or an input rule is broken (duplicate keys,
+            a negative grade, rank < 1, a memory twice in a query's top k, rows of a query
+            absent from ``queries``, a category named "overall").
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise EvalError(f"expected k to be an int >= 1, found k={k!r}")
+    _check_positive("k", k)
+    _check_positive("relevant_grade", relevant_grade)
     results_lf = canonical_lazy(results, RESULTS_COLUMNS, "results")
     qrels_df = canonical(qrels, QRELS_COLUMNS, "qrels")
     queries_df = canonical(queries, QUERIES_COLUMNS, "queries")
     groups_df = canonical(groups, GROUPS_COLUMNS, "groups")
+    qrels_lf, queries_lf, groups_lf = qrels_df.lazy(), queries_df.lazy(), groups_df.lazy()
     try:
         qrel_counts, slot_counts, members = pl.collect_all(
             [
-                per_qrels(qrels_df.lazy()),
-                per_slots(results_lf, qrels_df.lazy(), queries_df.lazy(), groups_df.lazy(), k),
-                grouped_members(qrels_df.lazy(), groups_df.lazy()),
+                per_qrels(qrels_lf, relevant_grade=relevant_grade, k=k),
+                per_slots(
+                    results_lf, qrels_lf, queries_lf, groups_lf, k, relevant_grade=relevant_grade
+                ),
+                grouped_members(qrels_lf, groups_lf, relevant_grade=relevant_grade),
             ],
             engine=ENGINE,
             optimizations=OPTIMIZATIONS,
@@ -151,11 +166,7 @@ def per_query_metrics(
     stats, *counts = pl.collect_all(
         [
             statistics(
-                queries_df.lazy(),
-                qrel_counts.lazy(),
-                slot_counts.lazy(),
-                members,
-                depth,
+                queries_lf, qrel_counts.lazy(), slot_counts.lazy(), members, k=k, depth=depth
             ),
             *rules.count_plans(),
         ],
@@ -164,8 +175,15 @@ def per_query_metrics(
     )
     rules.raise_on_breach(counts)
     return pl.concat(
-        [stats.lazy().select(_QID, "category", **block) for block in _blocks()]
+        [stats.lazy().select("k", _QID, "category", **block) for block in _blocks()]
     ).collect(engine=ENGINE, optimizations=OPTIMIZATIONS)
+
+
+def _check_positive(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_K:
+        raise EvalError(
+            f"expected {name} to be an int >= 1 (at most {MAX_K}), found {name}={value!r}"
+        )
 
 
 def aggregate_metrics(per_query: FrameLike) -> pl.DataFrame:
@@ -179,39 +197,44 @@ def aggregate_metrics(per_query: FrameLike) -> pl.DataFrame:
     reads "7/8"), null for the others (MRR, nDCG). A category where no query is applicable
     reports ``value``, ``numerator`` and ``denominator`` null and ``query_count`` 0.
 
+    ``per_query`` may stack the outputs of several calls at different k: each k is aggregated
+    on its own. "overall" spans every query of a k, those with a null category (no category)
+    included; a null category has no row of its own.
+
     Returns:
-        A frame of ``AGGREGATE_COLUMNS``: one row per (category, metric) for "overall" and for
-        every category present, "overall" first then the categories in byte order, metrics in
-        registry order.
+        A frame of ``AGGREGATE_COLUMNS``: one row per (k, category, metric) for "overall" and
+        for every non-null category present at that k; k ascending, then "overall" first and
+        the categories in byte order, metrics in registry order. With no rows at all, the
+        "overall" rows alone, with a null k (there is no k to report).
 
     Raises:
-        EvalError: a column is missing or does not cast, a category is null, or a metric is
-            not registered.
+        EvalError: a column is missing or does not cast, a k is null, or a metric is not
+            registered.
     """
-    frame = canonical(per_query, PER_QUERY_COLUMNS, "per_query")
+    frame = canonical(per_query, PER_QUERY_COLUMNS, "per_query").lazy()
     metric = pl.col("metric")
     # One group-by over the applicable rows does the work proportional to the queries; the
-    # rest is a few operations per (category, metric) cell, done in Python. Values are summed
-    # as fixed-point decimals (``VALUE_SUM``): integer addition is exact, so a sum, unlike a
-    # float sum, does not depend on the order of its terms, and a category gives the same
-    # bits however its rows came in.
+    # rest is a few operations per (k, category, metric) cell, done in Python. Values are
+    # summed as fixed-point decimals (``VALUE_SUM``): integer addition is exact, so a sum,
+    # unlike a float sum, does not depend on the order of its terms, and a category gives the
+    # same bits however its rows came in.
     try:
-        cells, keys = pl.collect_all(
+        cells, blocks, checks = pl.collect_all(
             [
-                frame.lazy()
-                .filter(pl.col("applicable"))
-                .group_by("category", "metric")
+                frame.filter(pl.col("applicable"))
+                .group_by("k", "category", "metric")
                 .agg(
                     query_count=pl.len().cast(pl.Int64),
                     numerator=pl.col("numerator").sum(),
                     denominator=pl.col("denominator").sum(),
                     value_sum=pl.col("value").cast(VALUE_SUM).sum(),
                 ),
-                # Every category, even one with no applicable query, and the metric checks.
-                frame.lazy().select(
-                    categories=pl.col("category").unique().implode(),
+                # Every category of every k, even one with no applicable query.
+                frame.group_by("k").agg(categories=pl.col("category").drop_nulls().unique()),
+                frame.select(
                     unknown_metric=metric.filter(~metric.is_in(list(METRICS))).min(),
                     null_metrics=metric.null_count(),
+                    null_ks=pl.col("k").null_count(),
                 ),
             ],
             engine=ENGINE,
@@ -221,24 +244,37 @@ def aggregate_metrics(per_query: FrameLike) -> pl.DataFrame:
         raise EvalError(
             f"expected per_query values that are finite and sum within {VALUE_SUM}: {error}"
         ) from error
-    categories_found, unknown, null_metrics = keys.row(0)
+    unknown, null_metrics, null_ks = checks.row(0)
     if null_metrics or unknown is not None:
         found = None if null_metrics else unknown
         raise EvalError(f"expected per_query metrics of METRICS, found metric={found!r}")
-    if None in categories_found:
-        raise EvalError("expected per_query category non-null, found a null category")
-    sums = {(category, name): _Sums(*cell) for category, name, *cell in cells.iter_rows()}
-    categories = sorted(categories_found)
-    rows = [
-        _aggregate_row(OVERALL, name, _Sums.total(sums.get((c, name)) for c in categories))
-        for name in METRICS
-    ]
+    if null_ks:
+        raise EvalError(f"expected per_query k non-null, found {null_ks} null k(s)")
+    sums = {(k, category, name): _Sums(*cell) for k, category, name, *cell in cells.iter_rows()}
+    categories: dict[int | None, list[str]] = {
+        k: sorted(found) for k, found in sorted(blocks.iter_rows())
+    } or {None: []}
+    rows = []
+    for k, names in categories.items():
+        rows.extend(_block_rows(k, names, sums))
+    return pl.DataFrame(rows, schema=AGGREGATE_COLUMNS, orient="row")
+
+
+def _block_rows(
+    k: int | None, categories: list[str], sums: dict[tuple[int | None, str | None, str], _Sums]
+) -> list[tuple[object, ...]]:
+    """The aggregate rows of one k: "overall" (null categories included), then each category."""
+    by_metric: dict[str, list[_Sums]] = defaultdict(list)
+    for (cut, _, name), cell in sums.items():
+        if cut == k:
+            by_metric[name].append(cell)
+    rows = [_aggregate_row(k, OVERALL, name, _Sums.total(by_metric[name])) for name in METRICS]
     rows.extend(
-        _aggregate_row(category, name, sums.get((category, name), _NO_QUERY))
+        _aggregate_row(k, category, name, sums.get((k, category, name), _NO_QUERY))
         for category in categories
         for name in METRICS
     )
-    return pl.DataFrame(rows, schema=AGGREGATE_COLUMNS, orient="row")
+    return rows
 
 
 class _Sums(NamedTuple):
@@ -268,7 +304,7 @@ _NO_QUERY: Final = _Sums(0, 0, 0, decimal.Decimal(0))
 _EXACT: Final = decimal.Context(prec=80)
 
 
-def _aggregate_row(category: str, name: str, cell: _Sums) -> tuple[object, ...]:
+def _aggregate_row(k: int | None, category: str, name: str, cell: _Sums) -> tuple[object, ...]:
     """One row of ``AGGREGATE_COLUMNS``: the pooled or macro value of a cell."""
     metric = METRICS[name]
     count = cell.query_count
@@ -279,6 +315,7 @@ def _aggregate_row(category: str, name: str, cell: _Sums) -> tuple[object, ...]:
         # The exact mean, rounded once to a float.
         value = float(_EXACT.divide(cell.value_sum, count)) if count > 0 else None
     return (
+        k,
         category,
         name,
         value,

@@ -13,6 +13,7 @@ import functools
 import json
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -31,6 +32,8 @@ __all__ = [
     "EXPORT_TABLES",
     "MANIFEST",
     "PROFILE_TABLES",
+    "QRELS_FILE",
+    "RUNS",
     "atomic_write",
     "check_outputs",
     "export_paths",
@@ -44,12 +47,12 @@ EXPORT_TABLES = {
     "results": "one returned slot of a profile: profile, query_id, rank, memory_id, identifier, "
     "grade, score, components",
     "queries": "one fixture query: query_id, category, query, identifier (scope), notes",
-    "qrels": "one graded (query_id, memory_id) pair, grade 0..3",
+    "qrels": "one graded (query_id, memory_id) pair, grade (a non-negative integer)",
     "groups": "one (query_id, memory_id) in a near-duplicate group, group_id",
     "memories": "one corpus memory: memory_id, identifier, fact, importance, tags, created_at",
-    "per_query_metrics": "one (profile, query_id, metric): value, numerator, denominator, "
+    "per_query_metrics": "one (profile, k, query_id, metric): value, numerator, denominator, "
     "applicable",
-    "category_metrics": "one (profile, category, metric) incl. overall: value, n/d, query_count",
+    "category_metrics": "one (profile, k, category, metric) incl. overall: value, n/d, query_count",
     "misses": "one relevant memory missed from a query's top k under a profile, with the reason",
     "transfer": "one (profile, query_id, rank) compared before/after snapshot -> verify -> hydrate",
 }
@@ -141,7 +144,7 @@ def _profile_table(run: EvalRun) -> dict[str, pl.DataFrame]:
     grades = pl.DataFrame(run.fixture.qrels).select("query_id", "memory_id", "grade")
     results = (
         run.results.join(grades, on=["query_id", "memory_id"], how="left")
-        .with_columns(pl.col("grade").fill_null(0).cast(pl.Int8))
+        .with_columns(pl.col("grade").fill_null(0).cast(pl.Int32))
         .select(
             "query_id",
             "rank",
@@ -158,8 +161,8 @@ def _profile_table(run: EvalRun) -> dict[str, pl.DataFrame]:
     )
     return {
         "results": results,
-        "per_query_metrics": run.per_query,
-        "category_metrics": run.aggregate,
+        "per_query_metrics": run.per_query if run.per_query_by_k is None else run.per_query_by_k,
+        "category_metrics": run.aggregate if run.aggregate_by_k is None else run.aggregate_by_k,
         "misses": pl.DataFrame(misses_table(run.misses)),
         "transfer": pl.DataFrame(run.transfer.comparison),
     }
@@ -194,10 +197,58 @@ def export_tables(runs: EvalRun | Sequence[EvalRun]) -> dict[str, pa.Table]:
     }
 
 
-def export_paths(directory: Path) -> list[Path]:
-    """Every file ``write_exports`` writes into ``directory``."""
+#: The TREC files of the export: the qrels as read, and a run per profile in ``RUNS``.
+QRELS_FILE = "qrels.trec"
+RUNS = "runs"
+
+
+def export_paths(directory: Path, profiles: Sequence[str] = ()) -> list[Path]:
+    """Every file ``write_exports`` writes into ``directory`` (the runs of ``profiles``)."""
     tables = [directory / f"{name}.parquet" for name in EXPORT_TABLES]
-    return [*tables, directory / "category_metrics.csv", directory / MANIFEST]
+    runs = [directory / RUNS / f"{name}.trec" for name in profiles]
+    return [
+        *tables,
+        directory / "category_metrics.csv",
+        directory / QRELS_FILE,
+        *runs,
+        directory / MANIFEST,
+    ]
+
+
+def trec_refusal(chosen: Sequence[EvalRun]) -> str | None:
+    """Why the TREC files cannot be written for these runs (a profile name that is not a
+    safe file name, an id with whitespace, ...), or None."""
+    from hotmem_eval.trec_output import check_run_names, check_trec_ids
+
+    fixture = chosen[0].fixture
+    try:
+        check_run_names([run.profile.name for run in chosen])
+        check_trec_ids(
+            [str(q) for q in fixture.queries.column("query_id").to_pylist()],
+            [str(m) for m in fixture.corpus.column("memory_id").to_pylist()],
+        )
+    except UsageError as exc:
+        return str(exc)
+    return None
+
+
+def _write_trec(chosen: Sequence[EvalRun], directory: Path) -> list[Path]:
+    """The qrels and one run a profile, in the TREC formats (``trec_output``)."""
+    from hotmem_eval.trec_output import write_qrels, write_run
+
+    qrels = pl.DataFrame(chosen[0].fixture.qrels)
+    path = directory / QRELS_FILE
+    atomic_write(path, lambda target: write_qrels(qrels, target))
+    written = [path]
+    for run in chosen:
+        path = directory / RUNS / f"{run.profile.name}.trec"
+        atomic_write(path, functools.partial(_write_run, run, write_run))
+        written.append(path)
+    return written
+
+
+def _write_run(run: EvalRun, write_run: Callable[..., Any], target: Path) -> None:
+    write_run(run.results, target, run.profile.name)
 
 
 def write_exports(
@@ -216,14 +267,29 @@ def write_exports(
     category_metrics = pl.DataFrame(tables["category_metrics"])
     atomic_write(csv, lambda target: category_metrics.write_csv(target))
     written.append(csv)
+    refusal = trec_refusal(chosen)
+    if refusal is None:
+        written.extend(_write_trec(chosen, directory))
+    else:  # the tables are written; the TREC files cannot hold these names
+        print(f"hotmem-eval: warning: no TREC files: {refusal}", file=sys.stderr)
     fixture = result["fixture"]
     manifest = {
         "schema_version": result["schema_version"],
         "generated_at": result["generated_at"],
         "top_k": chosen[0].top_k,
+        "cutoffs": result["configuration"]["cutoffs"],
+        "relevant_grade": result["configuration"]["relevant_grade"],
         "profiles": [run.profile.name for run in chosen],
-        "fixture": {key: fixture[key] for key in ("corpus_sha256", "queries_sha256")},
+        "fixture": {
+            key: fixture[key] for key in ("format", "corpus_sha256", "queries_sha256", "sources")
+        },
         "tables": {name: f"{name}.parquet" for name in EXPORT_TABLES},
+        "trec": None
+        if refusal is not None
+        else {
+            "qrels": QRELS_FILE,
+            "runs": {run.profile.name: f"{RUNS}/{run.profile.name}.trec" for run in chosen},
+        },
         "table_rows": dict(EXPORT_TABLES.items()),
         "sql_files": {name: file.version for name, file in sql_files().items()},
         "recommendation": result["recommendation"]["code"],

@@ -4,8 +4,9 @@ Each export table becomes a DuckDB view of the same name, with a ``run`` column 
 directory's name) so several runs can be compared in one query. The metric registry is the
 table ``metrics`` (the SQL files' input of that name). With exactly one run, every versioned
 SQL file whose columns that run's tables have is also a view, ``sql_<name>`` (for example
-``sql_category_metrics``), computed over that run's tables with its top-k; for a run of several
-profiles, only the files whose inputs have a ``profile`` column (``sql_paired_deltas``).
+``sql_category_metrics``), computed over that run's tables with its top-k and relevant grade;
+for a run of several profiles, only the files whose inputs have a ``profile`` column
+(``sql_paired_deltas``).
 
 By default the SQL runs as it would in ``duckdb`` itself: with the user's full file and network
 access (``COPY ... TO`` any file, ``read_csv('/etc/passwd')``, ``ATTACH``, ``INSTALL``/``LOAD``,
@@ -35,6 +36,7 @@ from typing import Any, Literal
 import duckdb
 
 from hotmem_eval.errors import UsageError
+from hotmem_eval.fixture_schema import RELEVANT_GRADE
 from hotmem_eval.metric_registry import metrics_frame
 from hotmem_eval.outputs import EXPORT_TABLES, MANIFEST
 from hotmem_eval.sqlfiles import sql_files
@@ -115,6 +117,9 @@ def open_runs(directories: Sequence[Path], *, safe: bool = False) -> duckdb.Duck
     con.unregister("metric_registry")
     if len(directories) == 1:
         con.execute("SET VARIABLE k = ?", [int(manifests[0]["top_k"])])
+        # A run exported before collections had a relevant grade of their own used 2.
+        grade = int(manifests[0].get("relevant_grade", RELEVANT_GRADE))
+        con.execute("SET VARIABLE relevant_grade = ?", [grade])
         several = len(manifests[0].get("profiles", [None])) > 1
         for name, file in sql_files().items():
             if several and "profile" not in file.inputs:

@@ -5,6 +5,8 @@ The tests hold ``hotmem_eval.metrics`` (polars) and ``sql/00*.sql`` (DuckDB) to 
 
 Inputs are rows (mappings with the canonical column names), assumed valid. Outputs are lists of
 dicts with the columns and order of ``metrics.per_query_metrics`` and ``aggregate_metrics``.
+A memory is relevant when graded ``relevant_grade`` or more (2 unless the call says otherwise),
+graded when graded 1 or more; a query's category may be None (it has none).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ __all__ = ["REFERENCE_METRICS", "Definition", "aggregate_metrics", "per_query_me
 
 Row = Mapping[str, Any]
 
+#: The default relevant grade (``fixture_schema.RELEVANT_GRADE``, restated: this is the oracle).
 RELEVANT = 2
 ALPHA = 0.5
 DUPLICATE_CATEGORY = "near_duplicate_diversity"
@@ -29,8 +32,9 @@ OVERALL = "overall"
 class Query:
     """Everything the metrics need to know about one query."""
 
-    category: str
+    category: str | None
     scope: str | None
+    relevant_grade: int
     grades: dict[str, int]  # memory_id -> grade, for grades >= 1
     slots: list[tuple[int, str, str | None, str]]  # (rank, memory, identifier, group), by rank
     groups: dict[str, str]  # memory_id -> group_id, for the memories in a group
@@ -51,7 +55,7 @@ class Value:
 
 
 def _relevant(query: Query) -> set[str]:
-    return {memory for memory, grade in query.grades.items() if grade >= RELEVANT}
+    return {memory for memory, grade in query.grades.items() if grade >= query.relevant_grade}
 
 
 def _found(query: Query, depth: int) -> int:
@@ -78,6 +82,26 @@ def _success(depth: int | None) -> Callable[[Query, int], Value]:
         return Value(True, float(hit), hit, 1)
 
     return success
+
+
+def _precision(query: Query, k: int) -> Value:
+    if not _relevant(query):
+        return Value(applicable=False)
+    found = _found(query, k)
+    return Value(True, found / k, found, k)
+
+
+def _average_precision(query: Query, k: int) -> Value:
+    relevant = _relevant(query)
+    if not relevant:
+        return Value(applicable=False)
+    found = 0
+    precisions = 0.0
+    for rank, memory, _, _ in query.slots:
+        if memory in relevant:
+            found += 1
+            precisions += found / rank
+    return Value(True, precisions / len(relevant))
 
 
 def _mrr(query: Query, k: int) -> Value:
@@ -198,6 +222,8 @@ REFERENCE_METRICS: dict[str, Definition] = {
     "success_at_k": Definition(_success(None)),
     "mrr_at_k": Definition(_mrr),
     "ndcg_at_k": Definition(_ndcg),
+    "precision_at_k": Definition(_precision),
+    "ap_at_k": Definition(_average_precision),
     "group_recall_at_k": Definition(_group_recall),
     "alpha_ndcg_at_k": Definition(_alpha_ndcg),
     "negative_fpr_at_k": Definition(_negative_fpr),
@@ -213,6 +239,7 @@ def _queries(
     queries: Iterable[Row],
     groups: Iterable[Row],
     k: int,
+    relevant_grade: int,
 ) -> dict[str, Query]:
     groups_of: dict[str, dict[str, str]] = defaultdict(dict)
     for row in groups:
@@ -231,6 +258,7 @@ def _queries(
         row["query_id"]: Query(
             category=row["category"],
             scope=row["identifier"],
+            relevant_grade=relevant_grade,
             grades=grades[row["query_id"]],
             slots=sorted(slots[row["query_id"]]),
             groups=groups_of[row["query_id"]],
@@ -246,16 +274,18 @@ def per_query_metrics(
     groups: Iterable[Row],
     *,
     k: int = 5,
+    relevant_grade: int = RELEVANT,
 ) -> list[dict[str, Any]]:
-    """One dict per (query, metric), sorted by metric order, then query_id."""
+    """One dict per (query, metric), sorted by metric order, then query_id; each with its k."""
     rows = []
-    by_id = _queries(results, qrels, queries, groups, k)
+    by_id = _queries(results, qrels, queries, groups, k, relevant_grade)
     for name, metric in REFERENCE_METRICS.items():
         for query_id in sorted(by_id):
             query = by_id[query_id]
             result = metric.compute(query, k)
             rows.append(
                 {
+                    "k": k,
                     "query_id": query_id,
                     "category": query.category,
                     "metric": name,
@@ -269,38 +299,50 @@ def per_query_metrics(
 
 
 def aggregate_metrics(per_query: Iterable[Row]) -> list[dict[str, Any]]:
-    """One dict per (category, metric): "overall" first, then categories sorted.
+    """One dict per (k, category, metric): by k, "overall" first, then categories sorted.
 
+    "overall" counts every query of its k; a query with no category (None) counts there only.
     A metric's numerator and denominator are summed where its per-query rows carry them (a
-    ratio of counts); they stay None for the others (reciprocal rank, nDCG).
+    ratio of counts); they stay None for the others (reciprocal rank, nDCG). With no rows, the
+    "overall" rows alone, with k None.
     """
-    applicable: dict[tuple[str, str], list[Row]] = defaultdict(list)
-    categories: set[str] = set()
+    applicable: dict[tuple[int | None, str, str], list[Row]] = defaultdict(list)
+    categories: dict[int, set[str]] = {}
     for row in per_query:
-        categories.add(row["category"])
+        k, category, metric = row["k"], row["category"], row["metric"]
+        found = categories.setdefault(k, set())  # a k whose queries have no category has rows
+        if category is not None:
+            found.add(category)
         if row["applicable"]:
-            applicable[(row["category"], row["metric"])].append(row)
-            applicable[(OVERALL, row["metric"])].append(row)
+            if category is not None:
+                applicable[(k, category, metric)].append(row)
+            applicable[(k, OVERALL, metric)].append(row)
     out = []
-    for category in [OVERALL, *sorted(categories)]:
-        for metric, definition in REFERENCE_METRICS.items():
-            rows = applicable[(category, metric)]
-            value = numerator = denominator = None
-            if rows and all(row["numerator"] is not None for row in rows):
-                numerator = sum(row["numerator"] for row in rows)
-                denominator = sum(row["denominator"] for row in rows)
-            if rows and definition.pooled:
-                value = numerator / denominator if denominator else None
-            elif rows:
-                value = sum(row["value"] for row in rows) / len(rows)
-            out.append(
-                {
-                    "category": category,
-                    "metric": metric,
-                    "value": value,
-                    "numerator": numerator,
-                    "denominator": denominator,
-                    "query_count": len(rows),
-                }
-            )
+    blocks: dict[int | None, list[str]] = {
+        k: sorted(found) for k, found in sorted(categories.items())
+    } or {None: []}
+    for k, names in blocks.items():
+        for category in [OVERALL, *names]:
+            for metric, definition in REFERENCE_METRICS.items():
+                rows = applicable[(k, category, metric)]
+                out.append(
+                    {"k": k, "category": category, "metric": metric, **_aggregate(definition, rows)}
+                )
     return out
+
+
+def _aggregate(definition: Definition, rows: list[Row]) -> dict[str, Any]:
+    value = numerator = denominator = None
+    if rows and all(row["numerator"] is not None for row in rows):
+        numerator = sum(row["numerator"] for row in rows)
+        denominator = sum(row["denominator"] for row in rows)
+    if rows and definition.pooled:
+        value = numerator / denominator if denominator else None
+    elif rows:
+        value = sum(row["value"] for row in rows) / len(rows)
+    return {
+        "value": value,
+        "numerator": numerator,
+        "denominator": denominator,
+        "query_count": len(rows),
+    }

@@ -23,6 +23,7 @@ COLUMNS = {name: metric.label for name, metric in METRICS.items() if metric.in_r
 #: the report columns in registry order (a test holds them to ``COLUMNS``).
 TABLES: dict[str, tuple[str, ...]] = {
     "Relevance": ("recall_at_1", "recall_at_k", "success_at_k", "mrr_at_k", "ndcg_at_k"),
+    "Precision": ("precision_at_k", "ap_at_k"),
     "Diversity, false positives and scope": (
         "group_recall_at_k",
         "alpha_ndcg_at_k",
@@ -80,6 +81,44 @@ def _metrics_tables(result: dict[str, Any]) -> list[str]:
             )
             cells = [*([str(queries)] if first else []), *(_cell(block.get(m)) for m in columns)]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _cutoffs_line(config: dict[str, Any]) -> list[str]:
+    cutoffs = config.get("cutoffs", [config["top_k"]])
+    if len(cutoffs) < 2:
+        return []
+    return [
+        f"| cutoffs (k) | {', '.join(map(str, cutoffs))}; the tables above are at k = "
+        f"{config['top_k']} |"
+    ]
+
+
+#: The overall metrics the table of every cutoff shows, in registry order.
+CUTOFF_METRICS = tuple(
+    name
+    for name in ("ndcg_at_k", "recall_at_k", "mrr_at_k", "precision_at_k", "ap_at_k")
+    if name in METRICS
+)
+
+
+def _cutoff_tables(result: dict[str, Any]) -> list[str]:
+    """With several cutoffs: the overall metrics at each k."""
+    by_k = result.get("metrics_by_k", {})
+    if len(by_k) < 2:
+        return []
+    headers = [METRICS[name].label.replace("@{k}", "") for name in CUTOFF_METRICS]
+    lines = [
+        "",
+        "**Every cutoff** (overall)",
+        "",
+        "| k | " + " | ".join(headers) + " |",
+        "|---:|" + "---:|" * len(headers),
+    ]
+    for k in sorted(by_k, key=int):
+        overall = by_k[k]["overall"]
+        cells = [_cell(overall.get(name)) for name in CUTOFF_METRICS]
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -210,6 +249,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         f"| relevance floor (min_similarity) | {_floor(config['min_similarity'])} |",
         f"| FTS tokenizer | {config['fts_tokenizer']} |",
         f"| top-k / repeat | {k} / {config['repeat']} |",
+        *_cutoffs_line(config),
         f"| fixture | {fixture['memory_count']} memories, {fixture['query_count']} queries "
         f"({fixture['negative_query_count']} negative) |",
         "",
@@ -234,6 +274,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         "applicable queries; (n/d) are the pooled integer counts. – means no applicable query.",
         "",
         *_metrics_tables(result),
+        *_cutoff_tables(result),
         "",
         f"## Five worst queries (by nDCG@{k})",
         "",

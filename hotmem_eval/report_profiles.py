@@ -20,7 +20,7 @@ from hotmem_eval.fixture_schema import DUPLICATE_CATEGORY
 from hotmem_eval.report_diversity import diversity_lines
 from hotmem_eval.report_rules import evidence
 
-__all__ = ["RULE_TARGETS", "profile_lines"]
+__all__ = ["HEADLINE", "RULE_TARGETS", "profile_lines", "verdict_lines"]
 
 #: rule code -> (the figure it reads, from Evidence; the (scope, metric) compared for it).
 RULE_TARGETS: dict[str, tuple[str, Callable[[Evidence], float | None], tuple[str, str] | None]] = {
@@ -151,6 +151,45 @@ def _fixes(result: dict[str, Any], comparisons: pl.DataFrame) -> list[str]:
     return lines
 
 
+#: The metric the verdict ranks the profiles by (overall).
+HEADLINE = "ndcg_at_k"
+
+
+def verdict_lines(result: dict[str, Any], comparisons: pl.DataFrame) -> list[str]:
+    """Which profile wins on the headline metric overall, and how each candidate compares
+    with the baseline by the paired test (Holm-adjusted p; ``overall`` is not adjusted)."""
+    k = result["configuration"]["top_k"]
+    label = f"nDCG@{k}"
+    entries = result["profiles"]
+    values = {e["name"]: e["metrics"]["overall"][HEADLINE]["value"] for e in entries}
+    baseline = entries[0]["name"]
+    ranked = sorted((name for name in values if values[name] is not None), key=lambda n: -values[n])
+    if not ranked:
+        return [f"No profile has an {label} (no query with a relevant memory)."]
+    best = ranked[0]
+    lines = [
+        f"**Highest {label} overall: {best}** ({_figure(values[best])}); "
+        + ", ".join(f"{name} {_figure(values[name])}" for name in ranked[1:])
+        + ("." if len(ranked) > 1 else ""),
+        "",
+    ]
+    rows = comparisons.filter(pl.col("scope") == "overall", pl.col("metric") == HEADLINE)
+    for row in rows.iter_rows(named=True):
+        p = row["p_adjusted"]
+        if row["n"] == 0 or p is None:
+            lines.append(f"- {row['candidate']} against {baseline}: no query to pair.")
+            continue
+        significant = p < ALPHA
+        direction = "better than" if row["delta"] > 0 else "worse than"
+        verdict = direction if significant else f"not significantly {direction}"
+        lines.append(
+            f"- {row['candidate']} is {verdict} {baseline} on {label}: Δ {row['delta']:+.3f} "
+            f"(95% CI {row['ci_low']:+.3f} to {row['ci_high']:+.3f}), p = {p:.3g} over "
+            f"{row['n']} queries ({row['wins']} won, {row['losses']} lost)."
+        )
+    return lines
+
+
 def profile_lines(result: dict[str, Any]) -> list[str]:
     """The ``## Profiles compared`` section (empty for a one-profile result)."""
     if "profiles" not in result:
@@ -173,6 +212,7 @@ def profile_lines(result: dict[str, Any]) -> list[str]:
             f"| {entry['name']} | {_channels(entry['configuration'])} | "
             f"{transfer['equivalent_queries']}/{transfer['total_queries']} |"
         )
+    out += ["", *verdict_lines(result, comparisons)]
     out += ["", "### Paired comparison", "", render_comparison_table(comparisons, k=k).rstrip()]
     ablation = result.get("ablation")
     if ablation is not None:

@@ -33,6 +33,7 @@ def evidence(result: dict[str, Any]) -> Evidence:
         recall_at_k={c: (b.get("recall_at_k") or {}).get("value") for c, b in blocks.items()},
         duplicate_slots=int(duplicate.get("numerator") or 0),
         filled_slots=int(duplicate.get("denominator") or 0),
+        categories=frozenset(blocks),
     )
 
 
@@ -64,10 +65,15 @@ CONDITIONS: dict[str, Callable[[Evidence], str]] = {
 
 def rule_lines(result: dict[str, Any]) -> list[str]:
     found, chosen = evidence(result), result["recommendation"]["rule"]
+    skipped = {
+        item["rule"]: item["reason"] for item in result["recommendation"].get("not_applicable", [])
+    }
     lines = ["| rule | applies when | applies now |", "|---|---|---|"]
     for rule in RULES:
         applies = "yes" if rule.applies(found) else "no"
-        if rule.number == chosen:
+        if rule.number in skipped:
+            applies = skipped[rule.number]
+        elif rule.number == chosen:
             applies = "**yes: the recommendation**"
         elif applies == "yes" and rule.number > chosen:
             applies = f"yes (rule {chosen} comes first)"

@@ -14,7 +14,7 @@ import polars as pl
 import hotmem
 from hotmem_eval.attribution import Miss
 from hotmem_eval.evaluate import EvalRun
-from hotmem_eval.fixture_schema import CATEGORIES, NEGATIVE_CATEGORY, RELEVANT_GRADE
+from hotmem_eval.fixture_schema import CATEGORIES, NEGATIVE_CATEGORY
 from hotmem_eval.metric_registry import OVERALL
 from hotmem_eval.runner import COMPONENTS, rows_by_query
 
@@ -24,6 +24,7 @@ __all__ = [
     "build_result",
     "latency_quantiles",
     "metrics_block",
+    "metrics_by_k",
     "queries_block",
     "recommendation_block",
     "transfer_block",
@@ -67,6 +68,15 @@ def metrics_block(aggregate: pl.DataFrame) -> dict[str, Any]:
     overall = blocks.pop(OVERALL)
     ordered = [c for c in CATEGORIES if c in blocks] + sorted(set(blocks) - set(CATEGORIES))
     return {"overall": overall, "by_category": {c: blocks[c] for c in ordered}}
+
+
+def metrics_by_k(run: EvalRun) -> dict[str, Any]:
+    """The metrics at each cutoff of the run, by k (as text: JSON keys), ascending."""
+    frame = run.aggregate_by_k if run.aggregate_by_k is not None else run.aggregate
+    return {
+        str(k): metrics_block(frame.filter(pl.col("k") == k).drop("k"))
+        for k in (run.cutoffs or (run.top_k,))
+    }
 
 
 def _components(row: dict[str, Any]) -> dict[str, Any]:
@@ -148,6 +158,7 @@ def _timings(run: EvalRun) -> dict[str, Any]:
         "hydrate_records_per_s": rate(t.hydrate_s),
         "package_bytes": t.package_bytes,
         "cold_start_to_first_query_ms": t.cold_start_s * 1000.0,
+        "stages_s": {"ingest": run.ingest_s, **run.stages_s},
     }
 
 
@@ -156,6 +167,7 @@ def transfer_block(run: EvalRun) -> dict[str, Any]:
     return {
         "equivalent_queries": t.equivalent_queries,
         "total_queries": t.total_queries,
+        "sampled": t.total_queries < run.fixture.queries.num_rows,
         "rate": t.equivalent_queries / t.total_queries if t.total_queries else None,
         "source_rows": t.source_rows,
         "hydrated_rows": t.hydrated_rows,
@@ -169,7 +181,9 @@ def build_result(run: EvalRun, *, generated_at: datetime, git_commit: str | None
     """The JSON document of a run (see ``result.schema.json``)."""
     fixture = run.fixture
     queries = queries_block(run)
-    categories = Counter(str(c) for c in fixture.queries.column("category").to_pylist())
+    categories = Counter(
+        str(c) for c in fixture.queries.column("category").to_pylist() if c is not None
+    )
     profile = run.profile
     vector, lexical = profile.vector, profile.lexical
     return {
@@ -189,14 +203,17 @@ def build_result(run: EvalRun, *, generated_at: datetime, git_commit: str | None
             "min_similarity": None if vector is None else vector.floor,
             "fts_tokenizer": hotmem.LEXICAL_INDEX,
             "top_k": run.top_k,
+            "cutoffs": list(run.cutoffs or (run.top_k,)),
             "repeat": run.repeat,
-            "relevant_grade": RELEVANT_GRADE,
+            "relevant_grade": fixture.relevant_grade,
         },
         "fixture": {
+            "format": fixture.format,
             "corpus": str(fixture.corpus_path),
             "queries": str(fixture.queries_path),
             "corpus_sha256": _sha256(fixture.corpus_path),
             "queries_sha256": _sha256(fixture.queries_path),
+            "sources": [{"path": str(p), "sha256": _sha256(p)} for p in fixture.sources],
             "memory_count": fixture.corpus.num_rows,
             "query_count": fixture.queries.num_rows,
             "negative_query_count": categories.get(NEGATIVE_CATEGORY, 0),
@@ -204,6 +221,7 @@ def build_result(run: EvalRun, *, generated_at: datetime, git_commit: str | None
             "warnings": [str(w) for w in fixture.warnings],
         },
         "metrics": metrics_block(run.aggregate),
+        "metrics_by_k": metrics_by_k(run),
         "transfer": transfer_block(run),
         "timings": _timings(run),
         "queries": queries,
@@ -221,4 +239,8 @@ def recommendation_block(run: EvalRun) -> dict[str, Any]:
         "code": recommendation.code,
         "text": recommendation.text,
         "guards": list(recommendation.guards),
+        "not_applicable": [
+            {"rule": number, "code": code, "reason": why}
+            for number, code, why in recommendation.not_applicable
+        ],
     }

@@ -26,6 +26,7 @@ from hotmem_eval.evaluate import Ablation, EvalRun
 from hotmem_eval.result import (
     build_result,
     metrics_block,
+    metrics_by_k,
     queries_block,
     recommendation_block,
     transfer_block,
@@ -65,6 +66,7 @@ def build_profiles_result(
             "name": run.profile.name,
             "configuration": run.profile.to_dict(),
             "metrics": metrics_block(run.aggregate),
+            "metrics_by_k": metrics_by_k(run),
             "queries": queries_block(run),
             "transfer": transfer_block(run),
             "recommendation": recommendation_block(run),

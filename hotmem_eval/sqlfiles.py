@@ -13,9 +13,10 @@ place: a change bumps its ``version``, and a result records the version that pro
 Reading a file (``sql_file``) is apart from running it (``run_sql``); inputs are bound as views
 over Arrow data or Parquet files (``bind_inputs``). The metric registry is an input too, the
 relation ``metrics`` (``metric_registry.metrics_frame``), so the SQL restates no metric's name,
-order, applicability or aggregation. The top-k reaches the SQL as a DuckDB variable,
-``getvariable('k')``, set with a bound parameter (``SET VARIABLE k = ?``), so the same text runs
-unchanged in the DuckDB CLI after ``SET VARIABLE k = 5;``.
+order, applicability or aggregation. The cutoff k and the relevant grade reach the SQL as
+DuckDB variables, ``getvariable('k')`` and ``getvariable('relevant_grade')``, set with bound
+parameters (``SET VARIABLE k = ?``), so the same text runs unchanged in the DuckDB CLI after
+``SET VARIABLE k = 5; SET VARIABLE relevant_grade = 2;``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ import polars as pl
 import pyarrow as pa
 
 from hotmem_eval.errors import EvalError
+from hotmem_eval.fixture_schema import RELEVANT_GRADE
 from hotmem_eval.metric_registry import metrics_frame
+from hotmem_eval.metrics import MAX_K
 
 __all__ = [
     "HEADER_KEYS",
@@ -169,16 +172,31 @@ def bind_inputs(con: duckdb.DuckDBPyConnection, **tables: Source) -> None:
             con.read_parquet(str(source)).to_view(name, replace=True)
 
 
-def run_sql(key: str | int, con: duckdb.DuckDBPyConnection, *, k: int = 5) -> pl.DataFrame:
-    """Run SQL file ``key`` on ``con``, whose inputs are bound, with top-k ``k``.
+def run_sql(
+    key: str | int,
+    con: duckdb.DuckDBPyConnection,
+    *,
+    k: int = 5,
+    relevant_grade: int = RELEVANT_GRADE,
+) -> pl.DataFrame:
+    """Run SQL file ``key`` on ``con``, whose inputs are bound, at cutoff ``k``.
+
+    ``k`` and ``relevant_grade`` (the smallest grade counted relevant) are set as the DuckDB
+    variables of those names.
 
     Raises:
-        EvalError: ``k`` is not an int >= 1, or no file matches ``key``.
+        EvalError: ``k`` or ``relevant_grade`` is not an int in 1..MAX_K, or no file matches
+            ``key``.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise EvalError(f"expected k to be an int >= 1, found k={k!r}")
+    variables = {"k": k, "relevant_grade": relevant_grade}
+    for name, value in variables.items():
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_K:
+            raise EvalError(
+                f"expected {name} to be an int >= 1 (at most {MAX_K}), found {name}={value!r}"
+            )
     file = sql_file(key)
-    con.execute("SET VARIABLE k = ?", [k])
+    for name, value in variables.items():
+        con.execute(f"SET VARIABLE {name} = ?", [value])
     frame: pl.DataFrame = con.sql(file.text).pl()
     return frame
 
@@ -190,11 +208,14 @@ def sql_metrics(
     groups: Source,
     *,
     k: int = 5,
+    relevant_grade: int = RELEVANT_GRADE,
     metrics: Source | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per-query and per-category metrics computed by the SQL files on a fresh DuckDB.
 
     Args:
+        k: the cutoff, as ``metrics.per_query_metrics`` takes it.
+        relevant_grade: the smallest grade counted relevant, likewise.
         metrics: the metric registry relation; ``metrics_frame()`` (the registry) by default.
 
     Returns:
@@ -213,6 +234,6 @@ def sql_metrics(
             queries=queries,
             groups=groups,
         )
-        per_query = run_sql("per_query_metrics", con, k=k)
+        per_query = run_sql("per_query_metrics", con, k=k, relevant_grade=relevant_grade)
         bind_inputs(con, per_query_metrics=per_query)
-        return per_query, run_sql("category_metrics", con, k=k)
+        return per_query, run_sql("category_metrics", con, k=k, relevant_grade=relevant_grade)

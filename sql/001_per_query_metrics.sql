@@ -1,9 +1,14 @@
 -- name: per_query_metrics
--- version: 4
--- inputs: metrics(metric, metric_order, applies_to) (the metric registry, hotmem_eval.metric_registry.metrics_frame()), results(query_id, rank, memory_id, identifier), qrels(query_id, memory_id, grade), queries(query_id, category, identifier), groups(query_id, memory_id, group_id); variable k, set first with SET VARIABLE k = 5
--- output: one row per (query_id, metric): query_id, category, metric, value, numerator, denominator, applicable; ordered by metric (registry order), then query_id
+-- version: 5
+-- inputs: metrics(metric, metric_order, applies_to) (the metric registry, hotmem_eval.metric_registry.metrics_frame()), results(query_id, rank, memory_id, identifier), qrels(query_id, memory_id, grade), queries(query_id, category, identifier), groups(query_id, memory_id, group_id); variables k and relevant_grade, set first with SET VARIABLE k = 5; SET VARIABLE relevant_grade = 2
+-- output: one row per (query_id, metric): k, query_id, category, metric, value, numerator, denominator, applicable; ordered by metric (registry order), then query_id
 --
 -- The SQL twin of hotmem_eval.metrics.per_query_metrics; docs/metrics.md has every formula.
+-- Version 5: a leading column k (INTEGER, the variable k); relevance is grade >= the variable
+-- relevant_grade (version 4: grade >= 2), grades may be any non-negative integer; a query's
+-- category may be null (it has none, and is not a near-duplicate query); adds precision_at_k
+-- and ap_at_k. With relevant_grade = 2 the other metrics' rows and values are those of
+-- version 4.
 -- Version 4: adds group_recall_at_k and alpha_ndcg_at_k (alpha = 0.5, metric_registry.ALPHA),
 -- which read the group of every relevant memory, returned or not; a memory in no group is its
 -- own group. The other metrics' rows and values are those of version 3.
@@ -12,7 +17,7 @@
 -- metric of metrics with no formula here, or a formula for a metric not in metrics, is an error.
 -- Rows and values are those of version 2. Exports record the version in manifest.json.
 -- Version 2: rows ordered by metric, then query_id (version 1: by query_id, then metric).
--- Relevant means grade >= 2, graded means grade >= 1. Only slots with rank <= k count.
+-- Relevant means grade >= relevant_grade, graded means grade >= 1. Only slots with rank <= k count.
 -- Inputs are assumed valid (the Python engine checks them): keys unique, one slot per rank,
 -- a memory at most once in a query's top k, every query_id present in queries.
 WITH
@@ -22,7 +27,13 @@ params AS (
         CASE
             WHEN getvariable('k') IS NULL THEN error('per_query_metrics needs the top-k: SET VARIABLE k = 5')
             ELSE CAST(getvariable('k') AS BIGINT)
-        END AS k
+        END AS k,
+        CASE
+            WHEN getvariable('relevant_grade') IS NULL THEN error(
+                'per_query_metrics needs the relevant grade: SET VARIABLE relevant_grade = 2'
+            )
+            ELSE CAST(getvariable('relevant_grade') AS BIGINT)
+        END AS relevant_grade
 ),
 
 graded AS (
@@ -33,11 +44,12 @@ graded AS (
 
 qrel_counts AS (
     SELECT
-        query_id,
+        graded.query_id,
         count(*) AS graded_total,
-        count(*) FILTER (WHERE grade >= 2) AS relevant_total
+        count(*) FILTER (WHERE graded.grade >= params.relevant_grade) AS relevant_total
     FROM graded
-    GROUP BY query_id
+    CROSS JOIN params
+    GROUP BY graded.query_id
 ),
 
 -- The ideal ranking: every graded memory, highest grade first.
@@ -64,9 +76,10 @@ relevant_members AS (
         graded.memory_id,
         coalesce(groups.group_id, graded.memory_id) AS group_id
     FROM graded
+    CROSS JOIN params
     LEFT JOIN groups
         ON groups.query_id = graded.query_id AND groups.memory_id = graded.memory_id
-    WHERE graded.grade >= 2
+    WHERE graded.grade >= params.relevant_grade
 ),
 
 group_sizes AS (
@@ -110,6 +123,7 @@ top_slots AS (
         results.memory_id,
         results.identifier,
         coalesce(graded.grade, 0) AS grade,
+        coalesce(graded.grade, 0) >= params.relevant_grade AS relevant,
         coalesce(groups.group_id, results.memory_id) AS group_id,
         queries.identifier AS scope
     FROM results
@@ -127,9 +141,9 @@ slot_counts AS (
     SELECT
         query_id,
         count(*) AS filled_slots,
-        count(*) FILTER (WHERE grade >= 2 AND rank = 1) AS relevant_at_1,
-        count(*) FILTER (WHERE grade >= 2) AS relevant_at_k,
-        min(rank) FILTER (WHERE grade >= 2) AS first_relevant_rank,
+        count(*) FILTER (WHERE relevant AND rank = 1) AS relevant_at_1,
+        count(*) FILTER (WHERE relevant) AS relevant_at_k,
+        min(rank) FILTER (WHERE relevant) AS first_relevant_rank,
         sum(grade / log2(rank + 1)) AS dcg,
         -- Each near-duplicate group's first slot is not a duplicate; every later one is.
         count(*) - count(DISTINCT group_id) AS duplicate_slots,
@@ -138,28 +152,32 @@ slot_counts AS (
     GROUP BY query_id
 ),
 
--- Each relevant top-k slot with the number of relevant slots of its group ranked above it.
+-- Each relevant top-k slot with the number of relevant slots of its group ranked above it,
+-- and the number of relevant slots at or above its rank (for average precision).
 relevant_slots AS (
     SELECT
         query_id,
         rank,
         group_id,
-        row_number() OVER (PARTITION BY query_id, group_id ORDER BY rank) - 1 AS earlier_relevant
+        row_number() OVER (PARTITION BY query_id, group_id ORDER BY rank) - 1 AS earlier_relevant,
+        row_number() OVER (PARTITION BY query_id ORDER BY rank) AS relevant_so_far
     FROM top_slots
-    WHERE grade >= 2
+    WHERE relevant
 ),
 
 relevant_slot_counts AS (
     SELECT
         query_id,
         count(DISTINCT group_id) AS relevant_groups_at_k,
-        sum(power(0.5, earlier_relevant) / log2(rank + 1)) AS alpha_dcg
+        sum(power(0.5, earlier_relevant) / log2(rank + 1)) AS alpha_dcg,
+        sum(relevant_so_far / rank) AS precision_sum
     FROM relevant_slots
     GROUP BY query_id
 ),
 
 statistics AS (
     SELECT
+        params.k,
         queries.query_id,
         queries.category,
         queries.identifier,
@@ -176,8 +194,10 @@ statistics AS (
         coalesce(ideal_alpha.relevant_groups, 0) AS relevant_groups,
         coalesce(ideal_alpha.ideal_alpha_dcg, 0.0) AS ideal_alpha_dcg,
         coalesce(relevant_slot_counts.relevant_groups_at_k, 0) AS relevant_groups_at_k,
-        coalesce(relevant_slot_counts.alpha_dcg, 0.0) AS alpha_dcg
+        coalesce(relevant_slot_counts.alpha_dcg, 0.0) AS alpha_dcg,
+        coalesce(relevant_slot_counts.precision_sum, 0.0) AS precision_sum
     FROM queries
+    CROSS JOIN params
     LEFT JOIN qrel_counts ON qrel_counts.query_id = queries.query_id
     LEFT JOIN ideal ON ideal.query_id = queries.query_id
     LEFT JOIN slot_counts ON slot_counts.query_id = queries.query_id
@@ -220,6 +240,18 @@ formulas AS (
     SELECT
         query_id, 'ndcg_at_k',
         CASE WHEN ideal_dcg > 0 THEN dcg / ideal_dcg ELSE 0.0 END,
+        NULL, NULL
+    FROM statistics
+    UNION ALL
+    SELECT
+        query_id, 'precision_at_k',
+        relevant_at_k / k,
+        relevant_at_k, k
+    FROM statistics
+    UNION ALL
+    SELECT
+        query_id, 'ap_at_k',
+        CASE WHEN relevant_total > 0 THEN precision_sum / relevant_total ELSE 0.0 END,
         NULL, NULL
     FROM statistics
     UNION ALL
@@ -282,7 +314,10 @@ metric_rows AS (
             )
             WHEN metrics.applies_to = 'positive' THEN statistics.relevant_total > 0
             WHEN metrics.applies_to = 'negative' THEN statistics.graded_total = 0
-            WHEN metrics.applies_to = 'near_duplicate' THEN statistics.category = 'near_duplicate_diversity'
+            -- A query with no category (null) is not a near-duplicate query.
+            WHEN metrics.applies_to = 'near_duplicate' THEN coalesce(
+                statistics.category = 'near_duplicate_diversity', false
+            )
             WHEN metrics.applies_to = 'scoped' THEN statistics.identifier IS NOT NULL
             ELSE error(
                 'per_query_metrics: expected applies_to positive, negative, near_duplicate or scoped, '
@@ -299,6 +334,7 @@ metric_rows AS (
 )
 
 SELECT
+    CAST(params.k AS INTEGER) AS k,
     query_id,
     category,
     metric,
@@ -307,6 +343,7 @@ SELECT
     CAST(CASE WHEN applicable THEN denominator END AS BIGINT) AS denominator,
     applicable
 FROM metric_rows
+CROSS JOIN params
 -- Only a registry row unmatched for want of any query has a null applicable.
 WHERE applicable IS NOT NULL
 ORDER BY metric_order, query_id

@@ -1,5 +1,5 @@
 -- name: paired_deltas
--- version: 1
+-- version: 2
 -- inputs: metrics(metric, metric_order) (the metric registry, hotmem_eval.metric_registry.metrics_frame()), per_query_metrics(profile, query_id, category, metric, value, applicable) (the output of 001_per_query_metrics for two or more profiles, stacked, with a profile column); variables baseline and candidate (profile names), set first with SET VARIABLE baseline = 'default'; SET VARIABLE candidate = 'rrf'
 -- output: one row per (query_id, metric) paired between the two profiles: baseline, candidate, query_id, category, metric, baseline_value, candidate_value, delta (= candidate_value - baseline_value); ordered by metric (registry order), then query_id
 --
@@ -10,6 +10,10 @@
 -- of one profile with no match in the other stops the query with an error naming it, and so
 -- does a profile with no rows or a metric absent from metrics. Every metric is paired; filter
 -- on metric for the compared ones (docs/retrieval-quality.md).
+-- Version 2: a query with no category (null, per_query_metrics version 5) pairs with itself,
+-- its category null in the output (version 1 found its rows in neither profile and stopped).
+-- Other rows and values are those of version 1. One k at a time: filter per_query_metrics on
+-- k first when it holds several.
 WITH
 
 params AS (
@@ -59,7 +63,7 @@ pairs AS (
     FULL JOIN candidate_rows
         ON candidate_rows.query_id = baseline_rows.query_id
         AND candidate_rows.metric = baseline_rows.metric
-        AND candidate_rows.category = baseline_rows.category
+        AND candidate_rows.category IS NOT DISTINCT FROM baseline_rows.category
         AND candidate_rows.applicable = baseline_rows.applicable
 ),
 

@@ -20,6 +20,7 @@ RESULTS_SCHEMA = {
     "identifier": pl.String,
     "score": pl.Float64,
 }
+#: Grades as the native fixture loader gives them; any int dtype casts (the canonical is Int32).
 QRELS_SCHEMA = {"query_id": pl.String, "memory_id": pl.String, "grade": pl.Int8}
 QUERIES_SCHEMA = {"query_id": pl.String, "category": pl.String, "identifier": pl.String}
 GROUPS_SCHEMA = {"query_id": pl.String, "memory_id": pl.String, "group_id": pl.String}
@@ -33,7 +34,7 @@ class Frames(NamedTuple):
 
 
 def frames(
-    queries: dict[str, tuple[str, str | None]],
+    queries: dict[str, tuple[str | None, str | None]],
     *,
     ranked: dict[str, list[str]] | None = None,
     grades: dict[str, dict[str, int]] | None = None,
@@ -42,7 +43,8 @@ def frames(
 ) -> Frames:
     """Frames from ``{query_id: (category, scope)}`` and per-query ranked lists, grades, groups.
 
-    ``identifiers`` maps a memory to its identifier; unlisted memories are in ``HOME``.
+    ``identifiers`` maps a memory to its identifier; unlisted memories are in ``HOME``. A
+    category may be None (the query has none); a grade above 127 makes the grades Int32.
     """
     identifiers = identifiers or {}
     results: list[dict[str, Any]] = [
@@ -70,9 +72,10 @@ def frames(
         {"query_id": query_id, "category": category, "identifier": scope}
         for query_id, (category, scope) in queries.items()
     ]
+    wide = any(grade > 127 for graded in (grades or {}).values() for grade in graded.values())
     return Frames(
         results=pl.DataFrame(results, schema=RESULTS_SCHEMA),
-        qrels=pl.DataFrame(qrels, schema=QRELS_SCHEMA),
+        qrels=pl.DataFrame(qrels, schema={**QRELS_SCHEMA, "grade": pl.Int32 if wide else pl.Int8}),
         queries=pl.DataFrame(query_rows, schema=QUERIES_SCHEMA),
         groups=pl.DataFrame(group_rows, schema=GROUPS_SCHEMA),
     )
@@ -83,12 +86,16 @@ def rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
     return frame.to_dicts()
 
 
-def expected(data: Frames, *, k: int = 5) -> tuple[pl.DataFrame, pl.DataFrame]:
+def expected(
+    data: Frames, *, k: int = 5, relevant_grade: int = reference.RELEVANT
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(per_query, aggregate) as ``hotmem_eval.reference`` computes them, as canonical frames.
 
     The independent expectation an engine's output is compared with.
     """
-    per_query = reference.per_query_metrics(*(frame.to_dicts() for frame in data), k=k)
+    per_query = reference.per_query_metrics(
+        *(frame.to_dicts() for frame in data), k=k, relevant_grade=relevant_grade
+    )
     aggregate = reference.aggregate_metrics(per_query)
     return (
         pl.DataFrame(per_query, schema=PER_QUERY_COLUMNS),

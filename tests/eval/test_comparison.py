@@ -196,6 +196,8 @@ def test_rows_columns_and_types_are_fixed() -> None:
         "recall_at_k",
         "mrr_at_k",
         "ndcg_at_k",
+        "precision_at_k",
+        "ap_at_k",
         "group_recall_at_k",
         "alpha_ndcg_at_k",
         "negative_fpr_at_k",

@@ -133,12 +133,13 @@ ABLATION = [
 def test_ablation_table_written_out() -> None:
     text = render_ablation_table(frame(ABLATION), k=5, labels={"no-bm25": "BM25"})
     assert text == (
-        "| removed (overall) | R@1 | R@5 | MRR@5 | nDCG@5 | group R@5 | α-nDCG@5 | neg FPR@5 "
-        "| dup slots@5 | scope leak@5 |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        "| removed (overall) | R@1 | R@5 | MRR@5 | nDCG@5 | P@5 | AP@5 | group R@5 | α-nDCG@5 "
+        "| neg FPR@5 | dup slots@5 | scope leak@5 |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
         "| BM25 | -0.125* | -0.125* | -0.125* | -0.125* | -0.125* | -0.125* | -0.125* | -0.125* "
-        "| -0.125* |\n"
-        "| no-cosine | 0.000 | 0.000 | 0.000 | 0.000 | 0.000 | 0.000 | 0.000 | 0.000 | – |\n"
+        "| -0.125* | -0.125* | -0.125* |\n"
+        "| no-cosine | 0.000 | 0.000 | 0.000 | 0.000 | 0.000 | 0.000 | 0.000 | 0.000 | 0.000 "
+        "| 0.000 | – |\n"
         "\n"
         "Δ against default: the variant's mean minus the baseline's over the paired queries; "
         "* p adj < 0.05; –: no paired query.\n"
@@ -150,8 +151,8 @@ def test_ablation_table_of_one_category_marks_the_adjusted_p() -> None:
     lines = text.splitlines()
     assert lines[0].startswith("| removed (exact_lexical) | R@1 |")
     # p adj 0.04 < 0.05 is marked; the other metrics have no row there.
-    assert lines[2] == "| no-bm25 | -1.000* | – | – | – | – | – | – | – | – |"
-    assert lines[3] == "| no-cosine | -0.100 | – | – | – | – | – | – | – | – |"
+    assert lines[2] == "| no-bm25 | -1.000* | – | – | – | – | – | – | – | – | – | – |"
+    assert lines[3] == "| no-cosine | -0.100 | – | – | – | – | – | – | – | – | – | – |"
 
 
 def test_bad_comparisons_are_refused() -> None:

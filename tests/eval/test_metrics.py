@@ -16,6 +16,7 @@ from hotmem_eval.errors import EvalError
 from hotmem_eval.metric_registry import APPLICABILITY, METRICS, STATISTICS
 from hotmem_eval.metrics import (
     AGGREGATE_COLUMNS,
+    MAX_K,
     PER_QUERY_COLUMNS,
     aggregate_metrics,
     per_query_metrics,
@@ -143,6 +144,15 @@ LEAKS = frames(
 NO_LEAK = frames({"q": (LEX, "acme")}, ranked={"q": ["a", "b"]})
 LEAK_AT_2 = frames({"q": (LEX, "acme")}, ranked={"q": ["a", "b"]}, identifiers={"b": "globex"})
 SCOPED_EMPTY = frames({"q": (LEX, "acme")})
+#: The worked P@k / AP@k example of docs/metrics.md: relevant (>= 2) a, b, c, e, grades repeated
+#: (a and e 3, b and c 2); d is graded 1; e, at rank 6, is missing from the top 5.
+PRECISION = frames(
+    {"q": (LEX, None)},
+    ranked={"q": ["b", "x", "a", "d", "c", "e"]},
+    grades={"q": {"a": 3, "b": 2, "c": 2, "d": 1, "e": 3}},
+)
+#: AP@5 of PRECISION: relevant at ranks 1, 3 and 5, four relevant in all.
+PRECISION_AP_5 = (1 / 1 + 2 / 3 + 3 / 5) / 4
 
 # (id, scenario, k, metric, (value, numerator, denominator))
 APPLICABLE_CASES = [
@@ -181,6 +191,21 @@ APPLICABLE_CASES = [
     ("empty_success", EMPTY_POSITIVE, 5, "success_at_k", (0.0, 0, 1)),
     ("empty_mrr", EMPTY_POSITIVE, 5, "mrr_at_k", (0.0, None, None)),
     ("empty_ndcg", EMPTY_POSITIVE, 5, "ndcg_at_k", (0.0, None, None)),
+    # Precision and average precision (trec_eval P and map_cut): the worked example, a
+    # relevant memory beyond k, and k counting unfilled slots.
+    ("precision_worked", PRECISION, 5, "precision_at_k", (0.6, 3, 5)),
+    ("ap_worked", PRECISION, 5, "ap_at_k", (PRECISION_AP_5, None, None)),
+    ("precision_within_k6", PRECISION, 6, "precision_at_k", (4 / 6, 4, 6)),
+    ("ap_within_k6", PRECISION, 6, "ap_at_k", ((1 + 2 / 3 + 3 / 5 + 4 / 6) / 4, None, None)),
+    ("precision_at_1", PRECISION, 1, "precision_at_k", (1.0, 1, 1)),
+    ("ap_at_1", PRECISION, 1, "ap_at_k", (1 / 4, None, None)),
+    ("precision_unfilled_slots", RANK_3, 5, "precision_at_k", (0.2, 1, 5)),
+    ("ap_rank3", RANK_3, 5, "ap_at_k", (1 / 3, None, None)),
+    ("precision_skips_grade_1", GRADE_1_FIRST, 5, "precision_at_k", (0.2, 1, 5)),
+    ("ap_skips_grade_1", GRADE_1_FIRST, 5, "ap_at_k", (0.5, None, None)),
+    ("ap_beyond_k", AT_RANK_6, 5, "ap_at_k", (0.0, None, None)),
+    ("empty_precision", EMPTY_POSITIVE, 5, "precision_at_k", (0.0, 0, 5)),
+    ("empty_ap", EMPTY_POSITIVE, 5, "ap_at_k", (0.0, None, None)),
     # Group recall and alpha-nDCG: the worked examples, crowded by one group and diverse.
     ("crowded_recall", CROWDED, 5, "recall_at_k", (0.6, 3, 5)),
     ("crowded_group_recall", CROWDED, 5, "group_recall_at_k", (0.5, 1, 2)),
@@ -343,6 +368,10 @@ NOT_APPLICABLE_CASES = [
     ("negative_has_no_ndcg", NEGATIVE_3, "ndcg_at_k"),
     ("negative_has_no_group_recall", NEGATIVE_3, "group_recall_at_k"),
     ("negative_has_no_alpha_ndcg", NEGATIVE_3, "alpha_ndcg_at_k"),
+    ("negative_has_no_precision", NEGATIVE_3, "precision_at_k"),
+    ("negative_has_no_ap", NEGATIVE_3, "ap_at_k"),
+    ("grade_1_only_has_no_precision", GRADE_1_ONLY, "precision_at_k"),
+    ("grade_1_only_has_no_ap", GRADE_1_ONLY, "ap_at_k"),
     ("grade_1_only_has_no_group_recall", GRADE_1_ONLY, "group_recall_at_k"),
     ("grade_1_only_is_not_positive", GRADE_1_ONLY, "success_at_k"),
     ("grade_1_only_is_not_negative", GRADE_1_ONLY, "negative_fpr_at_k"),
@@ -360,6 +389,7 @@ NOT_APPLICABLE_CASES = [
 def test_not_applicable_metric_is_null(data: Frames, metric: str) -> None:
     row = _metric_row(data, "q", metric)
     assert row == {
+        "k": 5,
         "query_id": "q",
         "category": row["category"],
         "metric": metric,
@@ -452,6 +482,12 @@ AGGREGATE_CASES = [
     ("recall_macro_value_pooled_ratio", TWO_POSITIVE, LEX, "recall_at_k", _expect(0.75, 2, 3, 2)),
     ("success_reads_hits_over_queries", TWO_POSITIVE, LEX, "success_at_1", _expect(0.5, 1, 2, 2)),
     ("mrr_has_no_ratio", TWO_POSITIVE, LEX, "mrr_at_k", _expect(0.75, None, None, 2)),
+    # P@5: 1 of 5 slots each; the ratio pools the slots, 2/10. MAP@5: the mean of 1/2 and 1/2
+    # (q1 finds one of its two relevant memories at rank 1, q2 its only one at rank 2); the
+    # negative query q3 counts in neither.
+    ("precision_pools_slots", TWO_POSITIVE, LEX, "precision_at_k", _expect(0.2, 2, 10, 2)),
+    ("map_is_the_mean_ap", TWO_POSITIVE, "overall", "ap_at_k", _expect(0.5, None, None, 2)),
+    ("no_applicable_query_ap", TWO_POSITIVE, NEG, "ap_at_k", _expect(None, None, None, 0)),
     (
         "overall_spans_categories",
         TWO_POSITIVE,
@@ -544,6 +580,7 @@ def test_aggregate_mean_is_exact_and_the_same_in_every_row_order() -> None:
     assert sum(values) != sum(reversed(values))
     per_query = pl.DataFrame(
         {
+            "k": 5,
             "query_id": [f"q{i}" for i in range(len(values))],
             "category": LEX,
             "metric": "ndcg_at_k",
@@ -580,9 +617,18 @@ def test_aggregate_keeps_a_category_where_no_metric_applies() -> None:
     assert out["value"].null_count() == 2 * len(METRICS)
 
 
-def test_aggregate_rejects_a_null_category() -> None:
-    per_query = per_query_metrics(*TWO_POSITIVE).with_columns(category=None)
-    with pytest.raises(EvalError, match="category non-null"):
+def test_aggregate_counts_a_null_category_in_overall_only() -> None:
+    # Decision 2 of issue 29: a query with no category (null) counts in "overall" and has no
+    # row of its own (until then a null category was refused).
+    per_query = per_query_metrics(*TWO_POSITIVE)
+    out = aggregate_metrics(per_query.with_columns(category=None))
+    assert out["category"].to_list() == ["overall"] * len(METRICS)
+    assert_frame_equal(out, aggregate_metrics(per_query).filter(pl.col("category") == "overall"))
+
+
+def test_aggregate_rejects_a_null_k() -> None:
+    per_query = per_query_metrics(*TWO_POSITIVE).with_columns(k=pl.lit(None, pl.Int32))
+    with pytest.raises(EvalError, match="k non-null"):
         aggregate_metrics(per_query)
 
 
@@ -595,6 +641,7 @@ def test_aggregate_of_a_partial_frame_reports_missing_cells_as_no_query() -> Non
         0, named=True
     )
     assert row == {
+        "k": 5,
         "category": LEX,
         "metric": "recall_at_k",
         "value": None,
@@ -635,13 +682,17 @@ ERROR_CASES = [
         "polars DataFrame or LazyFrame or a pyarrow Table",
     ),
     ("duplicate_query", _replace(2, pl.concat([_queries, _queries.head(1)])), "query_id unique"),
-    ("null_category", _replace(2, _queries.with_columns(category=None)), "category non-null"),
     (
         "reserved_category",
         _replace(2, _queries.with_columns(category=pl.lit("overall"))),
         "'overall'",
     ),
-    ("grade_above_3", _replace(1, _qrels.with_columns(grade=pl.lit(4, pl.Int8))), "grade in 0..3"),
+    ("negative_grade", _replace(1, _qrels.with_columns(grade=pl.lit(-1, pl.Int8))), "grade >= 0"),
+    (
+        "grade_beyond_int32",
+        _replace(1, _qrels.with_columns(grade=pl.lit(2**31, pl.Int64))),
+        "castable",
+    ),
     (
         "duplicate_qrel",
         _replace(1, pl.concat([_qrels, _qrels])),
@@ -674,10 +725,16 @@ def test_invalid_input_raises(data: tuple, message: str) -> None:
         per_query_metrics(*data)
 
 
-@pytest.mark.parametrize("k", [0, -1, True, 2.5, "5"])
+@pytest.mark.parametrize("k", [0, -1, True, 2.5, "5", MAX_K + 1])
 def test_invalid_k_raises(k: object) -> None:
     with pytest.raises(EvalError, match="k to be an int >= 1"):
         per_query_metrics(*GOOD, k=k)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("relevant_grade", [0, -1, True, 2.5, "2", MAX_K + 1])
+def test_invalid_relevant_grade_raises(relevant_grade: object) -> None:
+    with pytest.raises(EvalError, match="relevant_grade to be an int >= 1"):
+        per_query_metrics(*GOOD, relevant_grade=relevant_grade)  # type: ignore[arg-type]
 
 
 def test_rows_beyond_k_are_not_checked() -> None:
@@ -691,8 +748,16 @@ def test_rows_beyond_k_are_not_checked() -> None:
 
 
 def test_a_k_beyond_every_ranking_equals_the_longest_ranking() -> None:
+    # The largest k (an Int32, as rank is) allocates nothing of its size. Precision divides by
+    # k itself, so it alone differs from a k just past the longest ranking.
+    deepest = per_query_metrics(*GOOD, k=MAX_K)
+    assert_frame_equal(deepest, expected(GOOD, k=MAX_K)[0], abs_tol=1e-12, rel_tol=0)
+    others = pl.col("metric") != "precision_at_k"
     assert_frame_equal(
-        per_query_metrics(*GOOD, k=10**12), expected(GOOD, k=100)[0], abs_tol=1e-12, rel_tol=0
+        deepest.filter(others).drop("k"),
+        expected(GOOD, k=100)[0].filter(others).drop("k"),
+        abs_tol=1e-12,
+        rel_tol=0,
     )
 
 

@@ -1,9 +1,11 @@
 """Property tests: the polars engine, the SQL files and the plain-Python reference agree.
 
 Random fixtures cover ties in score, empty rankings, queries with no results or no qrels,
-grades 0..3, near-duplicate groups (of returned and unreturned memories), scoped and unscoped
-queries, categories with no applicable query, and random k. Row order never changes a result.
-Each engine is compared with the reference; every example shuffles with its own drawn seed.
+grades 0..6 (int8 or int32), near-duplicate groups (of returned and unreturned memories), scoped
+and unscoped queries, queries with no category (null), categories with no applicable query,
+random k and random relevant grades (1..5), and outputs of several k aggregated together. Row
+order never changes a result. Each engine is compared with the reference; every example
+shuffles with its own drawn seed.
 Group recall is recall when every group is a singleton, and alpha-nDCG's greedy ideal is the
 best any ordering of the relevant memories reaches.
 They run many examples, so they are marked slow (``-m "not slow"`` skips them locally).
@@ -16,6 +18,7 @@ import math
 import random
 from typing import Any
 
+import duckdb
 import polars as pl
 import pytest
 from hypothesis import example, given
@@ -23,8 +26,9 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from hotmem_eval import reference
+from hotmem_eval.metric_registry import metrics_frame
 from hotmem_eval.metrics import aggregate_metrics, per_query_metrics
-from hotmem_eval.sqlfiles import sql_metrics
+from hotmem_eval.sqlfiles import bind_inputs, run_sql, sql_metrics
 from tests.eval.metric_frames import Frames, frames
 
 TOLERANCE = 1e-12
@@ -32,7 +36,14 @@ TOLERANCE = 1e-12
 # Ids sort differently by byte, by case and by length ("Q" < "q", "q10" < "q2", "é" last).
 QUERY_IDS = ["q1", "q2", "q10", "Q3", "é4", "q5", "q6"]
 MEMORY_IDS = [f"m{i}" for i in range(8)]
-CATEGORIES = ["exact_lexical", "near_duplicate_diversity", "negative_or_no_answer", "Zeta", "é"]
+CATEGORIES = [
+    "exact_lexical",
+    "near_duplicate_diversity",
+    "negative_or_no_answer",
+    "Zeta",
+    "é",
+    None,  # a query with no category
+]
 SCOPES = [None, "acme", "globex"]
 GROUP_IDS = ["g1", "g2", "m0"]  # "m0" names a group after a memory that may sit elsewhere
 
@@ -49,7 +60,7 @@ def query_spec(draw: st.DrawFn) -> dict[str, Any]:
         # Few distinct scores, so ties are common; rank alone orders a query's results.
         "scores": [draw(st.sampled_from([0.5, 0.25, 0.0])) for _ in ranked],
         "identifiers": [draw(st.sampled_from(SCOPES)) for _ in ranked],
-        "grades": {memory: draw(st.integers(0, 3)) for memory in graded},
+        "grades": {memory: draw(st.integers(0, 6)) for memory in graded},
         "groups": {memory: draw(st.sampled_from(GROUP_IDS)) for memory in grouped},
     }
 
@@ -57,9 +68,13 @@ def query_spec(draw: st.DrawFn) -> dict[str, Any]:
 fixtures = st.dictionaries(st.sampled_from(QUERY_IDS), query_spec(), max_size=len(QUERY_IDS))
 
 
-def build(specs: dict[str, dict[str, Any]]) -> Frames:
+#: The relevant grades drawn: the native rule (2), the field's (1), and above the usual grades.
+RELEVANT_GRADES = st.integers(1, 5)
+
+
+def build(specs: dict[str, dict[str, Any]], *, wide: bool = False) -> Frames:
     """Canonical frames from query specs (the helper's identifiers are per memory, so the
-    per-slot identifiers and scores are set here)."""
+    per-slot identifiers and scores are set here). ``wide``: grades as Int32, not Int8."""
     data = frames(
         {query_id: (spec["category"], spec["scope"]) for query_id, spec in specs.items()},
         ranked={query_id: spec["ranked"] for query_id, spec in specs.items()},
@@ -72,7 +87,8 @@ def build(specs: dict[str, dict[str, Any]]) -> Frames:
         identifier=pl.Series(identifiers, dtype=pl.String),
         score=pl.Series(scores, dtype=pl.Float64),
     )
-    return data._replace(results=results)
+    qrels = data.qrels.with_columns(pl.col("grade").cast(pl.Int32)) if wide else data.qrels
+    return data._replace(results=results, qrels=qrels)
 
 
 def shuffled(data: Frames, seed: int) -> Frames:
@@ -143,44 +159,133 @@ TWO_RELEVANT_GROUPS = {
 }
 
 
+# Queries with no category beside categorised ones (one near-duplicate), grades above 3, a
+# grade repeated, and a relevant memory beyond every k drawn.
+NO_CATEGORY = {
+    "q1": {
+        "category": None,
+        "scope": None,
+        "ranked": ["m0", "m1", "m2", "m3"],
+        "scores": [0.5, 0.25, 0.25, 0.0],
+        "identifiers": [None] * 4,
+        "grades": {"m0": 6, "m2": 4, "m3": 1, "m5": 4, "m7": 0},
+        "groups": {"m0": "g1", "m5": "g1"},
+    },
+    "q2": {
+        "category": None,
+        "scope": "acme",
+        "ranked": ["m4"],
+        "scores": [0.5],
+        "identifiers": ["globex"],
+        "grades": {},
+        "groups": {},
+    },
+    "q10": {
+        "category": "near_duplicate_diversity",
+        "scope": None,
+        "ranked": ["m0", "m1"],
+        "scores": [0.5, 0.5],
+        "identifiers": [None, None],
+        "grades": {"m1": 5, "m6": 2},
+        "groups": {"m0": "g1", "m1": "g1"},
+    },
+}
+
 SEEDS = st.integers(0, 2**32 - 1)
 
 
 @pytest.mark.slow
-@given(specs=fixtures, k=st.integers(1, 8))
-@example(specs=EMPTY, k=5)
-@example(specs=NOTHING_RETURNED, k=1)
-@example(specs=ALL_NEGATIVE, k=1)
-@example(specs=ALL_TIED_DUPLICATES, k=5)
-@example(specs=ALL_TIED_DUPLICATES, k=1)
-@example(specs=TWO_RELEVANT_GROUPS, k=5)
-@example(specs=TWO_RELEVANT_GROUPS, k=2)
-def test_engines_agree_with_reference(specs: dict[str, dict[str, Any]], k: int) -> None:
-    data = build(specs)
+@given(specs=fixtures, k=st.integers(1, 8), relevant_grade=RELEVANT_GRADES, wide=st.booleans())
+@example(specs=EMPTY, k=5, relevant_grade=2, wide=False)
+@example(specs=NOTHING_RETURNED, k=1, relevant_grade=2, wide=False)
+@example(specs=ALL_NEGATIVE, k=1, relevant_grade=2, wide=False)
+@example(specs=ALL_TIED_DUPLICATES, k=5, relevant_grade=2, wide=False)
+@example(specs=ALL_TIED_DUPLICATES, k=1, relevant_grade=2, wide=False)
+@example(specs=TWO_RELEVANT_GROUPS, k=5, relevant_grade=2, wide=False)
+@example(specs=TWO_RELEVANT_GROUPS, k=2, relevant_grade=2, wide=False)
+@example(specs=TWO_RELEVANT_GROUPS, k=5, relevant_grade=1, wide=True)
+@example(specs=TWO_RELEVANT_GROUPS, k=5, relevant_grade=3, wide=False)
+@example(specs=NO_CATEGORY, k=3, relevant_grade=1, wide=True)
+@example(specs=NO_CATEGORY, k=3, relevant_grade=4, wide=False)
+def test_engines_agree_with_reference(
+    specs: dict[str, dict[str, Any]], k: int, relevant_grade: int, wide: bool
+) -> None:
+    data = build(specs, wide=wide)
     rows = [frame.to_dicts() for frame in data]
-    expected_per_query = reference.per_query_metrics(*rows, k=k)
+    expected_per_query = reference.per_query_metrics(*rows, k=k, relevant_grade=relevant_grade)
     expected_aggregate = reference.aggregate_metrics(expected_per_query)
 
-    per_query = per_query_metrics(*data, k=k)
+    per_query = per_query_metrics(*data, k=k, relevant_grade=relevant_grade)
     aggregate = aggregate_metrics(per_query)
     assert_rows_close(per_query.to_dicts(), expected_per_query)
     assert_rows_close(aggregate.to_dicts(), expected_aggregate)
 
-    sql_per_query, sql_aggregate = sql_metrics(*data, k=k)
+    sql_per_query, sql_aggregate = sql_metrics(*data, k=k, relevant_grade=relevant_grade)
     assert_rows_close(sql_per_query.to_dicts(), expected_per_query)
     assert_rows_close(sql_aggregate.to_dicts(), expected_aggregate)
 
 
 @pytest.mark.slow
-@given(specs=fixtures, k=st.integers(1, 8), seed=SEEDS)
-@example(specs=ALL_TIED_DUPLICATES, k=5, seed=1)
-@example(specs=EMPTY, k=5, seed=0)
-def test_row_order_changes_nothing(specs: dict[str, dict[str, Any]], k: int, seed: int) -> None:
+@given(
+    specs=fixtures,
+    ks=st.lists(st.integers(1, 8), min_size=1, max_size=3, unique=True),
+    relevant_grade=RELEVANT_GRADES,
+    seed=SEEDS,
+)
+@example(specs=EMPTY, ks=[5, 1], relevant_grade=2, seed=0)
+@example(specs=NO_CATEGORY, ks=[1, 3, 8], relevant_grade=1, seed=1)
+@example(specs=TWO_RELEVANT_GROUPS, ks=[5, 2], relevant_grade=2, seed=2)
+def test_engines_aggregate_several_k_as_the_reference(
+    specs: dict[str, dict[str, Any]], ks: list[int], relevant_grade: int, seed: int
+) -> None:
+    """Outputs at several k, stacked in any row order, aggregate k by k (ascending), each k
+    as it aggregates alone; every engine gives the reference's rows."""
+    data = build(specs)
+    rows = [frame.to_dicts() for frame in data]
+    expected_per_query = [
+        row
+        for k in ks
+        for row in reference.per_query_metrics(*rows, k=k, relevant_grade=relevant_grade)
+    ]
+    expected_aggregate = reference.aggregate_metrics(expected_per_query)
+    alone = [
+        row
+        for k in sorted(ks)
+        for row in reference.aggregate_metrics(
+            reference.per_query_metrics(*rows, k=k, relevant_grade=relevant_grade)
+        )
+    ]
+    if expected_per_query:
+        assert expected_aggregate == alone
+
+    stacked = pl.concat([per_query_metrics(*data, k=k, relevant_grade=relevant_grade) for k in ks])
+    order = random.Random(seed).sample(range(stacked.height), stacked.height)
+    assert_rows_close(aggregate_metrics(stacked[order]).to_dicts(), expected_aggregate)
+
+    with duckdb.connect() as con:
+        bind_inputs(con, metrics=metrics_frame(), **data._asdict())
+        sql_stacked = pl.concat(
+            [run_sql("per_query_metrics", con, k=k, relevant_grade=relevant_grade) for k in ks]
+        )
+        assert_rows_close(sql_stacked.to_dicts(), expected_per_query)
+        bind_inputs(con, per_query_metrics=sql_stacked[order])
+        sql_aggregate = run_sql("category_metrics", con)
+    assert_rows_close(sql_aggregate.to_dicts(), expected_aggregate)
+
+
+@pytest.mark.slow
+@given(specs=fixtures, k=st.integers(1, 8), relevant_grade=RELEVANT_GRADES, seed=SEEDS)
+@example(specs=ALL_TIED_DUPLICATES, k=5, relevant_grade=2, seed=1)
+@example(specs=EMPTY, k=5, relevant_grade=2, seed=0)
+@example(specs=NO_CATEGORY, k=3, relevant_grade=1, seed=0)
+def test_row_order_changes_nothing(
+    specs: dict[str, dict[str, Any]], k: int, relevant_grade: int, seed: int
+) -> None:
     """The polars engine gives the same bits in any row order (the reference test above checks
     the values themselves)."""
     data = build(specs)
-    per_query = per_query_metrics(*data, k=k)
-    reordered = per_query_metrics(*shuffled(data, seed), k=k)
+    per_query = per_query_metrics(*data, k=k, relevant_grade=relevant_grade)
+    reordered = per_query_metrics(*shuffled(data, seed), k=k, relevant_grade=relevant_grade)
     assert_frame_equal(reordered, per_query, check_exact=True)
     rows = random.Random(seed).sample(range(per_query.height), per_query.height)
     assert_frame_equal(
@@ -189,13 +294,18 @@ def test_row_order_changes_nothing(specs: dict[str, dict[str, Any]], k: int, see
 
 
 @pytest.mark.slow
-@given(specs=fixtures, k=st.integers(1, 8), seed=SEEDS)
-@example(specs=ALL_TIED_DUPLICATES, k=3, seed=0)
-def test_sql_row_order_changes_nothing(specs: dict[str, dict[str, Any]], k: int, seed: int) -> None:
+@given(specs=fixtures, k=st.integers(1, 8), relevant_grade=RELEVANT_GRADES, seed=SEEDS)
+@example(specs=ALL_TIED_DUPLICATES, k=3, relevant_grade=2, seed=0)
+@example(specs=NO_CATEGORY, k=3, relevant_grade=1, seed=0)
+def test_sql_row_order_changes_nothing(
+    specs: dict[str, dict[str, Any]], k: int, relevant_grade: int, seed: int
+) -> None:
     """The SQL files give the reference's rows, in its order, from shuffled inputs."""
     data = build(specs)
-    expected_per_query = reference.per_query_metrics(*(frame.to_dicts() for frame in data), k=k)
-    per_query, aggregate = sql_metrics(*shuffled(data, seed), k=k)
+    expected_per_query = reference.per_query_metrics(
+        *(frame.to_dicts() for frame in data), k=k, relevant_grade=relevant_grade
+    )
+    per_query, aggregate = sql_metrics(*shuffled(data, seed), k=k, relevant_grade=relevant_grade)
     assert_rows_close(per_query.to_dicts(), expected_per_query)
     assert_rows_close(aggregate.to_dicts(), reference.aggregate_metrics(expected_per_query))
 

@@ -152,8 +152,8 @@ def test_the_report_shows_the_comparison_ablation_and_rules(multi_dir: Path, mul
         "**rrf** against **default**",
         "| metric | scope | n | default | rrf | Δ | W/L/T | p | p adj |",
         "### Ablation of default",
-        "| removed (overall) | R@1 | R@5 | MRR@5 | nDCG@5 | group R@5 | α-nDCG@5 | neg FPR@5 "
-        "| dup slots@5 | scope leak@5 |",
+        "| removed (overall) | R@1 | R@5 | MRR@5 | nDCG@5 | P@5 | AP@5 | group R@5 | α-nDCG@5 "
+        "| neg FPR@5 | dup slots@5 | scope leak@5 |",
         "| lexical (default-no-lexical) |",
         "### Diversity (near_duplicate_diversity)",
         "| candidate | group recall@5 Δ | α-nDCG@5 Δ | duplicate slots@5 Δ |",
@@ -197,7 +197,13 @@ def test_exports_carry_a_profile_column(multi_dir: Path, rrf_dir: Path) -> None:
     export = multi_dir / "export"
     manifest = json.loads((export / "manifest.json").read_text())
     assert manifest["profiles"] == PROFILES
-    assert set(manifest["fixture"]) == {"corpus_sha256", "queries_sha256"}
+    assert set(manifest["fixture"]) == {"format", "corpus_sha256", "queries_sha256", "sources"}
+    assert manifest["fixture"]["format"] == "native"
+    assert [Path(s["path"]).name for s in manifest["fixture"]["sources"]] == [
+        "corpus.jsonl",
+        "queries.jsonl",
+    ]
+    assert manifest["trec"]["runs"] == {name: f"runs/{name}.trec" for name in PROFILES}
     for table in ("results", "per_query_metrics", "category_metrics", "misses", "transfer"):
         frame = pl.read_parquet(export / f"{table}.parquet")
         assert frame.columns[0] == "profile", table

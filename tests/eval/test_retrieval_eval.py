@@ -156,6 +156,7 @@ def test_exports_read_back_through_the_sql_files(run_dir: Path) -> None:
         export / "queries.parquet",
         export / "groups.parquet",
         k=k,
+        relevant_grade=manifest["relevant_grade"],
     )
     # Every per-profile table starts with the profile column: here one profile, default.
     exported = {
@@ -171,6 +172,7 @@ def test_exports_read_back_through_the_sql_files(run_dir: Path) -> None:
     csv = pl.read_csv(export / "category_metrics.csv")
     assert csv.columns == [
         "profile",
+        "k",
         "category",
         "metric",
         "value",
@@ -306,7 +308,7 @@ def test_query_cli_over_one_and_two_runs(
         == 0
     )
     # One row per (category, metric): overall and eight categories, twelve metrics.
-    assert json.loads(capsys.readouterr().out) == [{"n": 9 * 12}]
+    assert json.loads(capsys.readouterr().out) == [{"n": 9 * 14}]  # 9 scopes x 14 metrics
     # The registry is the table the SQL files read as metrics, and can be saved beside a run.
     saved = tmp_path / "metrics.parquet"
     assert main(["query", str(export), f"copy metrics to '{saved}'"]) == 0

@@ -43,7 +43,7 @@ def shared_connection() -> duckdb.DuckDBPyConnection:
 
 def test_header() -> None:
     file = sql_file(3)
-    assert (file.name, file.version) == ("paired_deltas", 1)
+    assert (file.name, file.version) == ("paired_deltas", 2)
     assert "per_query_metrics(profile, query_id" in file.inputs
     assert file.output.startswith("one row per (query_id, metric) paired")
 
@@ -53,6 +53,16 @@ def test_sql_agrees_with_the_polars_builder(baseline: str, candidate: str) -> No
     expected = paired_deltas(PER_QUERY, profiles=[baseline, candidate], metrics=list(METRICS))
     # Subtraction is one IEEE operation in both engines: the same bits, not just close.
     assert_frame_equal(sql_deltas(PER_QUERY, baseline, candidate), expected, check_exact=True)
+
+
+def test_sql_pairs_a_query_with_no_category_as_the_builder() -> None:
+    # Version 2: a null category (the query has none) matches itself in the other profile.
+    per_query = PER_QUERY.with_columns(
+        category=pl.when(pl.col("query_id") == "q3").then(None).otherwise("category")
+    )
+    expected = paired_deltas(per_query, profiles=["base", "cand"], metrics=list(METRICS))
+    assert expected["category"].null_count() > 0
+    assert_frame_equal(sql_deltas(per_query, "base", "cand"), expected, check_exact=True)
 
 
 @pytest.mark.slow

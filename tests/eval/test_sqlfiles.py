@@ -151,6 +151,9 @@ def test_sql_overall_figures_written_out() -> None:
         "success_at_k": (pytest.approx(0.5), 1, 2, 2),
         "mrr_at_k": (pytest.approx(0.5), None, None, 2),
         "ndcg_at_k": (pytest.approx(ndcg_q1 / 2), None, None, 2),
+        # q1 holds 2 relevant of 5 slots, at ranks 1 and 3: P@5 2/5, AP@5 (1 + 2/3) / 2; q4 0.
+        "precision_at_k": (pytest.approx(0.2), 2, 10, 2),
+        "ap_at_k": (pytest.approx((1 + 2 / 3) / 2 / 2), None, None, 2),
         # No groups: q1 finds both of its singleton groups, q4 neither; alpha-nDCG is binary.
         "group_recall_at_k": (pytest.approx(0.5), 2, 3, 2),
         "alpha_ndcg_at_k": (pytest.approx(1.5 / (1 + 1 / math.log2(3)) / 2), None, None, 2),
@@ -185,6 +188,7 @@ def test_the_text_runs_as_is_after_set_variable() -> None:
     with duckdb.connect() as con:
         bind_inputs(con, metrics=metrics_frame(), **DATA._asdict())
         con.execute("SET VARIABLE k = 3")
+        con.execute("SET VARIABLE relevant_grade = 2")
         per_query = con.sql(sql_file("per_query_metrics").text).pl()
         con.register("per_query_metrics", per_query)
         aggregate = con.sql(sql_file("category_metrics").text).pl()
@@ -196,14 +200,33 @@ def test_the_text_runs_as_is_after_set_variable() -> None:
 def test_per_query_sql_without_k_says_how_to_set_it() -> None:
     with duckdb.connect() as con:
         bind_inputs(con, metrics=metrics_frame(), **DATA._asdict())
+        con.execute("SET VARIABLE relevant_grade = 2")
         with pytest.raises(duckdb.Error, match="SET VARIABLE k"):
             con.sql(sql_file("per_query_metrics").text).pl()
 
 
-@pytest.mark.parametrize("k", [0, True, 2.5])
+def test_per_query_sql_without_relevant_grade_says_how_to_set_it() -> None:
+    # No default: a collection's rule (2 native, 1 BEIR/TREC) is never guessed.
+    with duckdb.connect() as con:
+        bind_inputs(con, metrics=metrics_frame(), **DATA._asdict())
+        con.execute("SET VARIABLE k = 5")
+        with pytest.raises(duckdb.Error, match="SET VARIABLE relevant_grade = 2"):
+            con.sql(sql_file("per_query_metrics").text).pl()
+
+
+@pytest.mark.parametrize("k", [0, True, 2.5, 2**31])
 def test_run_sql_rejects_a_bad_k(k: object) -> None:
     with duckdb.connect() as con, pytest.raises(EvalError, match="k to be an int >= 1"):
         run_sql("per_query_metrics", con, k=k)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("relevant_grade", [0, True, "2", 2**31])
+def test_run_sql_rejects_a_bad_relevant_grade(relevant_grade: object) -> None:
+    with (
+        duckdb.connect() as con,
+        pytest.raises(EvalError, match="relevant_grade to be an int >= 1"),
+    ):
+        run_sql("per_query_metrics", con, relevant_grade=relevant_grade)  # type: ignore[arg-type]
 
 
 def test_category_sql_lists_every_metric_in_registry_order() -> None:
