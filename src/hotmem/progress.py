@@ -5,7 +5,8 @@
 when its stream is a terminal: piped or redirected, it writes nothing, so scripts and logs see
 the results alone. Long library calls take a ``progress`` callback, ``(done, total)``, called
 every so often (after each chunk of a snapshot package, for example); a ``Progress`` is one,
-and any function of that shape will do.
+and any function of that shape will do. ``monotonic`` wraps one so that the calls it sees only
+move forward, whatever the layers feeding it report.
 """
 
 from __future__ import annotations
@@ -16,10 +17,24 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TextIO
 
-__all__ = ["Progress", "ProgressCallback"]
+__all__ = ["Progress", "ProgressCallback", "monotonic"]
 
 #: ``(done, total)``: units done so far, and the total when it is known.
 ProgressCallback = Callable[[int, int | None], None]
+
+
+def monotonic(progress: ProgressCallback | None) -> ProgressCallback:
+    """``progress`` called only when ``done`` grows (and once at the first call): repeats and
+    steps back (work done again) are dropped. ``None`` gives a callback that does nothing."""
+    last: int | None = None
+
+    def forward(done: int, total: int | None) -> None:
+        nonlocal last
+        if progress is not None and (last is None or done > last):
+            last = done
+            progress(done, total)
+
+    return forward
 
 
 def _is_terminal(stream: TextIO | None) -> bool:

@@ -6,7 +6,9 @@ import io
 
 import pytest
 
+import hotmem
 from hotmem import Progress
+from hotmem.progress import monotonic
 
 
 class Terminal(io.StringIO):
@@ -83,3 +85,32 @@ def test_a_failing_terminal_stops_being_written_to() -> None:
     progress(1, 2)  # no exception
     assert not progress.enabled
     progress.close("done")
+
+
+@pytest.mark.parametrize(
+    ("calls", "forwarded"),
+    [
+        ([], []),
+        ([(0, 0)], [(0, 0)]),
+        ([(0, 3), (0, 3), (1, 3), (1, 3), (3, 3), (3, 3)], [(0, 3), (1, 3), (3, 3)]),
+        ([(0, 5), (4, 5), (2, 5), (5, 5)], [(0, 5), (4, 5), (5, 5)]),  # work done again
+        ([(2, None), (1, None), (3, 4)], [(2, None), (3, 4)]),
+    ],
+)
+def test_monotonic_forwards_only_what_moves_forward(
+    calls: list[tuple[int, int | None]], forwarded: list[tuple[int, int | None]]
+) -> None:
+    seen: list[tuple[int, int | None]] = []
+    report = monotonic(lambda done, total: seen.append((done, total)))
+    for done, total in calls:
+        report(done, total)
+    assert seen == forwarded
+    monotonic(None)(1, 2)  # no callback: nothing to call
+
+
+def test_hash_v1_reports_once_at_the_end() -> None:
+    seen: list[tuple[int, int | None]] = []
+    embedder = hotmem.get_embedder("hotmem-hash-v1")
+    embedder.embed_many(["a", "b", "c"], progress=lambda done, total: seen.append((done, total)))
+    embedder.embed_many([], progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(3, 3)]

@@ -147,7 +147,7 @@ def test_add_space_embeds_every_memory_and_adds_embed_it(
         assert store.add_space(SEMANTIC_MODEL, progress=lambda d, t: seen.append((d, t))) == (
             semantic
         )
-        assert seen == [(0, 3), (3, 3)]
+        assert seen == [(0, 3), (1, 3), (2, 3), (3, 3)]  # three lengths: three model runs
         assert store.spaces == (HASH, semantic)
         assert semantic.dimension == 384
         assert semantic.dtype == "float32-le"
@@ -173,14 +173,14 @@ def test_reindex_is_resumable_one_transaction_per_batch(tmp_path: Path) -> None:
         store.add_many(_memories(7))
         done: list[int] = []
 
-        def killed_after_two_batches(written: int, total: int | None) -> None:
-            done.append(written)
-            if written == 4:
-                raise _Killed  # the process dies between batches
+        def killed_in_the_third_batch(embedded: int, total: int | None) -> None:
+            done.append(embedded)
+            if embedded > 4:
+                raise _Killed  # the process dies while the third batch is embedded
 
         with pytest.raises(_Killed):
-            store.add_space(SEMANTIC_MODEL, progress=killed_after_two_batches, batch_size=2)
-        assert done == [0, 2, 4]
+            store.add_space(SEMANTIC_MODEL, progress=killed_in_the_third_batch, batch_size=2)
+        assert done == [0, 1, 2, 3, 4, 5]
     with hotmem.open_store(path) as store:
         assert store.vector_counts()[SEMANTIC_MODEL] == 4  # two committed batches
         with pytest.raises(hotmem.StoreError, match=r"not built for 3 of 7 memories"):

@@ -12,8 +12,13 @@ store and a snapshot package record beside the vectors:
   embedders with the same model id and digest make the same vectors (up to the float rounding
   of the CPU).
 
-``embed_many(texts)`` returns one packed vector (``bytes``) a text, in order. A text's vector
-never depends on the other texts of the call or on how they are batched.
+``embed_many(texts, *, progress=None)`` returns one packed vector (``bytes``) a text, in order,
+calling ``progress(embedded, len(texts))`` as it goes. A text's vector never depends on the
+other texts of the call, on how they are batched, or on how many threads compute it.
+
+``get_embedder(model_id, threads=None)`` builds an embedder that may use ``threads`` CPU threads
+(``None``: every CPU this process may run on, ``default_threads()``); the thread count changes
+speed only, never a vector, so it is not part of the embedder's identity.
 
 The registry ``EMBEDDERS`` maps each model id to an ``EmbedderEntry``. An entry that needs an
 optional extra imports nothing until it is loaded: without the extra, ``get_embedder`` raises a
@@ -40,6 +45,7 @@ from typing import Any, Protocol
 from hotmem.embedding import SEMANTIC_MODEL
 from hotmem.embedding.hash_v1 import DIMENSION, DTYPE, HASH_DIGEST, MODEL_NAME, embed_bytes
 from hotmem.errors import MissingExtraError, ValidationError
+from hotmem.progress import ProgressCallback
 
 __all__ = [
     "DTYPE",
@@ -51,6 +57,8 @@ __all__ = [
     "EmbedderEntry",
     "EmbedderIdentity",
     "HashEmbedder",
+    "check_threads",
+    "default_threads",
     "embedder_identity",
     "get_embedder",
     "identity_of",
@@ -76,8 +84,13 @@ class Embedder(Protocol):
     @property
     def digest(self) -> str: ...
 
-    def embed_many(self, texts: Sequence[str]) -> list[bytes]:
+    def embed_many(
+        self, texts: Sequence[str], *, progress: ProgressCallback | None = None
+    ) -> list[bytes]:
         """One packed little-endian vector (``dimension`` values) per text, in order.
+
+        ``progress``, when given, is called with (texts embedded, ``len(texts)``) as the work
+        advances, the last call with both equal; never for no texts.
 
         Raises:
             ValidationError: ``texts`` is a string, or holds something that is not a string.
@@ -129,13 +142,42 @@ class HashEmbedder:
     dtype: str = DTYPE
     digest: str = HASH_DIGEST
 
-    def embed_many(self, texts: Sequence[str]) -> list[bytes]:
-        """Embed each text with ``hotmem-hash-v1`` (256 bytes each).
+    def embed_many(
+        self, texts: Sequence[str], *, progress: ProgressCallback | None = None
+    ) -> list[bytes]:
+        """Embed each text with ``hotmem-hash-v1`` (256 bytes each); ``progress`` is called
+        once, at the end (the work is short).
 
         Raises:
             ValidationError: ``texts`` is a string, or holds something that is not a string.
         """
-        return [embed_bytes(text) for text in check_texts(texts)]
+        vectors = [embed_bytes(text) for text in check_texts(texts)]
+        if progress is not None and vectors:
+            progress(len(vectors), len(vectors))
+        return vectors
+
+
+def default_threads() -> int:
+    """The CPU threads an embedder uses unless told: every CPU this process may run on (its
+    affinity mask where the system has one, as ``os.process_cpu_count`` of Python 3.13)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def check_threads(threads: int | None) -> int:
+    """``threads`` as a thread count: ``None`` is :func:`default_threads`.
+
+    Raises:
+        ValidationError: ``threads`` is neither ``None`` nor a positive integer.
+    """
+    if threads is None:
+        return default_threads()
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValidationError(
+            f"expected threads to be a positive integer or None, found threads={threads!r}"
+        )
+    return threads
 
 
 def install_hint(extra: str) -> str:
@@ -153,7 +195,8 @@ class EmbedderEntry:
         summary: one line for listings.
         extra: the optional extra it needs, or ``None`` when it is standard library only.
         modules: the modules the extra provides, checked before anything is imported.
-        load: builds the embedder from an optional model directory (already resolved); a
+        load: builds the embedder from an optional model directory (already resolved) and the
+            CPU threads it may use (at least 1; an embedder without threads ignores it); a
             function, or a plug-in's ``"module:function"``, imported by name on first use.
         identify: the embedder's identity from the same directory without building it, or
             ``None`` when only the built embedder can tell (files of an unknown dimension);
@@ -165,7 +208,7 @@ class EmbedderEntry:
     summary: str
     extra: str | None
     modules: tuple[str, ...]
-    load: Callable[[Path | None], Embedder] | str
+    load: Callable[[Path | None, int], Embedder] | str
     identify: Callable[[Path | None], EmbedderIdentity | None] | str | None = None
 
     def missing_modules(self) -> tuple[str, ...]:
@@ -183,7 +226,7 @@ def _plugged(reference: Callable[..., Any] | str) -> Callable[..., Any]:
     return found
 
 
-def _load_hash(model_dir: Path | None) -> Embedder:
+def _load_hash(model_dir: Path | None, threads: int = 1) -> Embedder:
     if model_dir is not None:
         raise ValidationError(
             f"expected no model directory for {MODEL_NAME!r} (it has no model files), "
@@ -238,24 +281,34 @@ def _directory(entry: EmbedderEntry, model_dir: str | os.PathLike[str] | None) -
     return None if model_dir is None else str(Path(model_dir).resolve())
 
 
-def get_embedder(model_id: str, *, model_dir: str | os.PathLike[str] | None = None) -> Embedder:
+def get_embedder(
+    model_id: str,
+    *,
+    model_dir: str | os.PathLike[str] | None = None,
+    threads: int | None = None,
+) -> Embedder:
     """Return the embedder registered as ``model_id``, loading it on first use.
 
-    Loaded embedders are kept for the life of the process, one per (model id, model directory).
+    Loaded embedders are kept for the life of the process, one per (model id, model
+    directory, threads).
 
     Args:
         model_id: a key of ``EMBEDDERS``.
         model_dir: for a model embedder, a directory holding its files (``model.onnx`` and
             ``tokenizer.json``) instead of the pinned package; when ``None``, the environment
             variable ``HOTMEM_MODEL_DIR`` is used if it is set and not empty.
+        threads: the CPU threads a model embedder runs its model on; ``None``: every CPU this
+            process may run on (:func:`default_threads`). Speed only: the vectors are the same
+            bytes whatever the count (``docs/semantic.md``, Determinism).
 
     Raises:
-        ValidationError: ``model_id`` is not registered, or ``model_dir`` is given for an
-            embedder without model files.
+        ValidationError: ``model_id`` is not registered, ``model_dir`` is given for an
+            embedder without model files, or ``threads`` is not a positive integer.
         MissingExtraError: the extra the embedder needs is not installed (the message names it).
         EmbedderError: the model files are missing, unreadable or fail their digest check.
     """
-    return _load(model_id, _directory(_entry(model_id), model_dir))
+    entry = _entry(model_id)
+    return _load(model_id, _directory(entry, model_dir), check_threads(threads))
 
 
 def embedder_identity(
@@ -287,10 +340,11 @@ def _require_extra(entry: EmbedderEntry) -> None:
 
 
 @functools.lru_cache(maxsize=8)
-def _load(model_id: str, directory: str | None) -> Embedder:
+def _load(model_id: str, directory: str | None, threads: int) -> Embedder:
     entry = EMBEDDERS[model_id]
     _require_extra(entry)
-    found: Embedder = _plugged(entry.load)(None if directory is None else Path(directory))
+    path = None if directory is None else Path(directory)
+    found: Embedder = _plugged(entry.load)(path, threads)
     return found
 
 
@@ -299,5 +353,9 @@ def _identify(model_id: str, directory: str | None) -> EmbedderIdentity:
     entry = EMBEDDERS[model_id]
     _require_extra(entry)
     path = None if directory is None else Path(directory)
-    identity = None if entry.identify is None else _plugged(entry.identify)(path)
-    return identity_of(_load(model_id, directory)) if identity is None else identity
+    identity: EmbedderIdentity | None = (
+        None if entry.identify is None else _plugged(entry.identify)(path)
+    )
+    if identity is None:
+        return identity_of(_load(model_id, directory, default_threads()))
+    return identity

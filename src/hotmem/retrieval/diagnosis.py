@@ -1,9 +1,10 @@
 """Why a memory ranks where it does for a query, or is missing: one verdict from the ranking.
 
 :func:`diagnose` asks the production code twice, in one read transaction: ``explain`` for the
-memory's components and whether it is a candidate, and, for a candidate, ``search_memories``
-deep enough to find the rank it holds and the memories above it. Nothing here computes a
-score. The verdicts, checked in this order:
+memory's components and whether it is a candidate, and, for a candidate, the search's ranking
+(``search.ranking``: the ids, the top ``limit`` results) deep enough to find the rank it
+holds and the memories above it. Nothing here computes a score. The verdicts, checked in this
+order:
 
 =================== ================================================================
 ``outside_scope``    the memory belongs to another identifier than the scope searched
@@ -27,7 +28,7 @@ from hotmem.retrieval.fusion import Weights
 from hotmem.retrieval.profiles import Profile
 from hotmem.retrieval.request import MAX_LIMIT, SearchRequest
 from hotmem.retrieval.results import Explanation, SearchResult
-from hotmem.retrieval.search import explain, search_memories
+from hotmem.retrieval.search import explain, ranking
 from hotmem.store.memory_store import MemoryStore
 
 __all__ = ["COSINE_TOLERANCE", "VERDICTS", "Diagnosis", "Verdict", "diagnose"]
@@ -165,14 +166,11 @@ def diagnose(
         rank: int | None = None
         above: tuple[SearchResult, ...] = ()
         if verdict == "outranked":
-            deep = search_memories(
-                store,
-                query,
-                identifier=identifier,
-                limit=max(limit, min(len(store), MAX_LIMIT)),
-                profile=chosen,
+            deep_request = SearchRequest(
+                query, identifier, max(limit, min(len(store), MAX_LIMIT)), chosen, None, None
             )
-            rank = next((r.rank for r in deep if r.memory_id == memory_id), None)
+            ids, deep = ranking(store, deep_request, keep=limit)
+            rank = next((r for r, found in enumerate(ids, start=1) if found == memory_id), None)
             if rank is not None and rank <= limit:
                 verdict, above = "returned", tuple(deep[: rank - 1])
                 detail = f"score {_f(explanation.score)} at rank {rank} of the top {limit}"

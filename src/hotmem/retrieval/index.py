@@ -349,6 +349,16 @@ class SearchIndex:
             self.spaces[name] = found
         return found
 
+    def ids(self, connection: sqlite3.Connection, positions: Collection[int]) -> dict[int, str]:
+        """position -> memory_id of each of ``positions``.
+
+        Raises:
+            StoreError: a memory_id is damaged.
+        """
+        rowids = self.rowids
+        by_rowid = changes.memory_ids(connection, self.target, [rowids[p] for p in positions])
+        return {p: by_rowid[rowids[p]] for p in positions}
+
     def rows(
         self, connection: sqlite3.Connection, positions: Collection[int]
     ) -> dict[int, changes.ResultRow]:

@@ -87,7 +87,17 @@ class VectorQuery:
 class Prepared:
     """What an engine reads for one query (module docstring)."""
 
-    __slots__ = ("connection", "index", "phrases", "read", "rule", "scope", "vector", "whole")
+    __slots__ = (
+        "connection",
+        "index",
+        "keep",
+        "phrases",
+        "read",
+        "rule",
+        "scope",
+        "vector",
+        "whole",
+    )
 
     index: SearchIndex
     connection: sqlite3.Connection
@@ -97,6 +107,7 @@ class Prepared:
     phrases: tuple[Phrase, ...]
     vector: VectorQuery | None
     read: dict[int, ResultRow]  # the rows read so far
+    keep: int | None  # how many results the search returns (None: all it ranks)
 
     def __init__(
         self,
@@ -117,6 +128,7 @@ class Prepared:
         self.phrases = phrases
         self.vector = vector
         self.read = {} if read is None else read
+        self.keep = None
 
     def rows(self, positions: Collection[int]) -> dict[int, ResultRow]:
         """position -> what a search returns of the memory (read once a query)."""
@@ -127,8 +139,14 @@ class Prepared:
         return {p: known[p] for p in positions}
 
     def names(self, positions: Collection[int]) -> dict[int, str]:
-        """position -> memory_id (``fusion.Names``)."""
-        return {p: row[0] for p, row in self.rows(positions).items()}
+        """position -> memory_id (``fusion.Names``): read with the rest of their rows, unless
+        they are more than the search will return (``keep``): then the ids alone."""
+        known = self.read
+        missing = [p for p in positions if p not in known]
+        if self.keep is None or len(missing) <= self.keep:
+            return {p: row[0] for p, row in self.rows(positions).items()}
+        found = self.index.ids(self.connection, missing)
+        return {p: known[p][0] if p in known else found[p] for p in positions}
 
     def identifier_of(self, position: int) -> str:
         """The identifier of the memory at ``position``."""

@@ -199,18 +199,33 @@ def search_memories(
             not built for every memory (an interrupted reindex).
     """
     request = SearchRequest(query, identifier, limit, profile, min_similarity, weights)
+    return ranking(store, request, keep=limit)[1]
+
+
+def ranking(
+    store: MemoryStore, request: SearchRequest, *, keep: int
+) -> tuple[list[str], list[SearchResult]]:
+    """The memory_ids of ``request``'s results, best first, and the first ``keep`` of them as
+    :class:`SearchResult` (what :func:`search_memories` returns when ``keep`` is its limit):
+    a deep ranking costs its ids, not its rows.
+
+    Raises:
+        As :func:`search_memories`.
+    """
     with store.reading() as connection:
         chosen = request.profile_for(store)
         prepared = _prepared(store, connection, request, chosen)
         if not prepared.scope:
-            return []
+            return [], []
+        prepared.keep = keep
         channels = _channels(store, prepared)
-        fused = _fused(channels, prepared, chosen, _depth(chosen, limit))
-        winners = _reranked(store, prepared, fused, chosen)[:limit]
+        fused = _fused(channels, prepared, chosen, _depth(chosen, request.limit))
+        winners = _reranked(store, prepared, fused, chosen)[: request.limit]
+        ids = prepared.names([p for _, p in winners])
         ranks = {p: r for r, (_, p) in enumerate(fused, start=1)} if chosen.reranker else {}
         index, best = prepared.index, channels.best
-        positions = [p for _, p in winners]
-        cosines, raws = channels.values(positions)
+        kept = winners[:keep]
+        cosines, raws = channels.values([p for _, p in kept])
         found = [
             (
                 score,
@@ -218,11 +233,11 @@ def search_memories(
                 ranks.get(p),
                 ScoreComponents(cosine, raw, normalise_bm25(raw, best), index.importances[p]),
             )
-            for (score, p), cosine, raw in zip(winners, cosines, raws, strict=True)
+            for (score, p), cosine, raw in zip(kept, cosines, raws, strict=True)
         ]
         results = _materialise(store, prepared, found)
     image.save(store, prepared.index)  # outside the read transaction: a write of its own
-    return results
+    return [ids[p] for _, p in winners], results
 
 
 def _materialise(

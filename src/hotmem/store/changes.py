@@ -31,6 +31,7 @@ __all__ = [
     "changed_since",
     "current_mark",
     "log_changed",
+    "memory_ids",
     "phrase_scores",
     "result_rows",
     "space_vectors",
@@ -147,6 +148,27 @@ def result_rows(
                 f"store {target!r} holds a damaged memory, memory_id={shown(row[1])}: {breach}"
             )
     return {int(row[0]): row[1:] for row in rows}
+
+
+def memory_ids(
+    connection: sqlite3.Connection, target: str, rowids: Collection[int]
+) -> dict[int, str]:
+    """rowid -> memory_id of the memories of ``rowids`` (what ties are broken by, read
+    without the rest of their rows).
+
+    Raises:
+        StoreError: a memory_id is not text.
+    """
+    rows = connection.execute(
+        f"SELECT rowid, memory_id FROM memories WHERE rowid {_IN}", (json.dumps(list(rowids)),)
+    ).fetchall()
+    for _, memory_id in rows:
+        if not isinstance(memory_id, str):
+            breach = "expected memory_id as text"
+            raise StoreError(
+                f"store {target!r} holds a damaged memory, memory_id={shown(memory_id)}: {breach}"
+            )
+    return {int(rowid): memory_id for rowid, memory_id in rows}
 
 
 def space_vectors(

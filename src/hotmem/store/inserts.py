@@ -5,16 +5,21 @@ A batch of at least ``BULK_ROWS`` memories is indexed in one statement: a row in
 (``schema.CREATE_INSERT_TRIGGER``), the batch is indexed with ``INSERT ... SELECT``, and the row
 is deleted before the batch ends. A refused batch names the clashing id before the
 transaction is rolled back (see ``_rejected``).
+
+A ``Tally`` carries an add's progress: (memories done, total) as each space's embedder
+finishes a model run and as each batch is inserted.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING
 
 from hotmem.errors import DuplicateMemoryError, ValidationError
+from hotmem.progress import ProgressCallback, monotonic
 from hotmem.store import lexical_index, schema, spaces
 
 if TYPE_CHECKING:
@@ -26,6 +31,7 @@ __all__ = [
     "BULK_ROWS",
     "SpaceEmbedders",
     "SpaceRows",
+    "Tally",
     "batches",
     "insert_batches",
     "rows_of",
@@ -47,6 +53,37 @@ SpaceEmbedders = tuple[tuple[str, "Embedder"], ...]
 SpaceRows = list[tuple[str, list[bytes]]]
 
 
+@dataclass(slots=True)
+class Tally:
+    """The progress of one add: ``report`` (only ever forward, ``hotmem.progress.monotonic``)
+    with (memories done, ``total``); ``done`` counts the memories of the batches inserted."""
+
+    report: ProgressCallback
+    total: int | None
+    done: int = 0
+
+    @classmethod
+    def of(cls, progress: ProgressCallback | None, total: int | None) -> Tally:
+        """A tally reporting to ``progress`` (``None``: nowhere), starting with (0, total)."""
+        tally = cls(monotonic(progress), total)
+        tally.report(0, total)
+        return tally
+
+    def within(self, size: int, space: int, spaces: int) -> ProgressCallback:
+        """The embedder's progress on a batch of ``size`` memories in the ``space``-th of
+        ``spaces`` spaces, as the add's: each space is an equal share of the batch."""
+
+        def forward(embedded: int, _size: int | None) -> None:
+            self.report(self.done + (space * size + embedded) // spaces, self.total)
+
+        return forward
+
+    def inserted(self, size: int) -> None:
+        """A batch of ``size`` memories is in."""
+        self.done += size
+        self.report(self.done, self.total)
+
+
 def batches(items: Iterable[Memory], size: int) -> Iterator[list[Memory]]:
     """``items`` in lists of ``size`` (the last one shorter), read lazily."""
     iterator = iter(items)
@@ -61,10 +98,22 @@ def rows_of(batch: list[Memory]) -> list[Row]:
     return list(map(memory_row, batch))
 
 
-def space_rows_of(batch: list[Memory], embedders: SpaceEmbedders) -> SpaceRows:
-    """The vectors of ``batch`` in every space of ``embedders`` (each embedder batches)."""
+def space_rows_of(
+    batch: list[Memory], embedders: SpaceEmbedders, tally: Tally | None = None
+) -> SpaceRows:
+    """The vectors of ``batch`` in every space of ``embedders`` (each embedder batches),
+    reported to ``tally`` as the embedders go."""
     facts = [memory.fact for memory in batch]
-    return [(name, embedder.embed_many(facts)) for name, embedder in embedders]
+    return [
+        (
+            name,
+            embedder.embed_many(
+                facts,
+                progress=None if tally is None else tally.within(len(facts), k, len(embedders)),
+            ),
+        )
+        for k, (name, embedder) in enumerate(embedders)
+    ]
 
 
 def insert_batches(
@@ -75,10 +124,11 @@ def insert_batches(
     *,
     embedders: SpaceEmbedders = (),
     vectors: SpaceRows | None = None,
+    tally: Tally | None = None,
 ) -> int:
     """Insert ``first`` (already embedded as ``rows``, and in the spaces of ``embedders`` as
     ``vectors``) and every batch of ``rest``, with their vectors in every space; return how
-    many memories were inserted.
+    many memories were inserted. ``tally`` is told as each batch is embedded and inserted.
 
     Raises:
         DuplicateMemoryError: a memory_id already exists, or repeats within the call.
@@ -88,13 +138,15 @@ def insert_batches(
     count = 0
     batch: list[Memory] | None = first
     if vectors is None:
-        vectors = space_rows_of(first, embedders)
+        vectors = space_rows_of(first, embedders, tally)
     while batch is not None:
         _insert_batch(connection, batch, rows, start, vectors)
         count += len(rows)
+        if tally is not None:
+            tally.inserted(len(rows))
         batch = next(rest, None)
         rows = rows_of(batch) if batch is not None else []
-        vectors = space_rows_of(batch, embedders) if batch is not None else []
+        vectors = space_rows_of(batch, embedders, tally) if batch is not None else []
     return count
 
 

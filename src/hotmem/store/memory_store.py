@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sized
 from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -26,6 +26,7 @@ from hotmem.store.upkeep import Upkeep
 
 if TYPE_CHECKING:
     from hotmem.models import Clock, Memory
+    from hotmem.progress import ProgressCallback
 
 __all__ = ["Accelerator", "MemoryStore", "open_store"]
 
@@ -171,12 +172,20 @@ class MemoryStore(VectorSpaces, Settings, Upkeep):
         self._insert([memory], 1)
         return memory
 
-    def add_many(self, memories: Iterable[Memory | Mapping[str, object]]) -> list[Memory]:
+    def add_many(
+        self,
+        memories: Iterable[Memory | Mapping[str, object]],
+        *,
+        progress: ProgressCallback | None = None,
+    ) -> list[Memory]:
         """Add many memories in one transaction: all of them, or none; return them as stored.
 
         Each item is a :class:`Memory` or a mapping with the fields of one. Items are
         validated, embedded and inserted ``ADD_BATCH`` at a time, so only the returned list
-        grows with the input; :meth:`add_stream` does not keep even that.
+        grows with the input; :meth:`add_stream` does not keep even that. ``progress`` is
+        called with (memories done, ``len(memories)``, or ``None`` without a length): first
+        with 0, then as the embedders of the store's spaces finish their model runs and as
+        batches are inserted, only ever forward.
 
         Raises:
             ValidationError: an item is invalid (its position is named); nothing is written.
@@ -184,7 +193,8 @@ class MemoryStore(VectorSpaces, Settings, Upkeep):
             StoreError: the store cannot be written; nothing is written.
         """
         added: list[Memory] = []
-        self._insert(self._validated(memories, added), ADD_BATCH)
+        total = len(memories) if isinstance(memories, Sized) else None
+        self._insert(self._validated(memories, added), ADD_BATCH, progress, total)
         return added
 
     def add_stream(
@@ -228,10 +238,17 @@ class MemoryStore(VectorSpaces, Settings, Upkeep):
                 keep.append(memory)
             yield memory
 
-    def _insert(self, memories: Iterable[Memory], batch_size: int) -> int:
+    def _insert(
+        self,
+        memories: Iterable[Memory],
+        batch_size: int,
+        progress: ProgressCallback | None = None,
+        total: int | None = None,
+    ) -> int:
         """Insert every memory in one transaction; the first batch is embedded before it."""
         from hotmem.store import reindex as reindexing  # writes only
 
+        tally = inserts.Tally.of(progress, total)
         batches = inserts.batches(memories, batch_size)
         first = next(batches, None)
         if first is None:
@@ -239,13 +256,13 @@ class MemoryStore(VectorSpaces, Settings, Upkeep):
         with self.reading() as connection:
             embedders = reindexing.space_embedders(connection, self._path, self._model_dir)
         rows = inserts.rows_of(first)  # embed before taking the write lock
-        vectors: inserts.SpaceRows | None = inserts.space_rows_of(first, embedders)
+        vectors: inserts.SpaceRows | None = inserts.space_rows_of(first, embedders, tally)
         with self._writing() as connection:
             now = reindexing.space_embedders(connection, self._path, self._model_dir)
             if [name for name, _ in now] != [name for name, _ in embedders]:
                 vectors = None  # another process changed the spaces: embed again, locked
             return inserts.insert_batches(
-                connection, first, rows, batches, embedders=now, vectors=vectors
+                connection, first, rows, batches, embedders=now, vectors=vectors, tally=tally
             )
 
     def delete(self, memory_id: str) -> None:

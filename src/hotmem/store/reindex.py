@@ -6,6 +6,8 @@ each batch is read in one read transaction, embedded outside any lock, and writt
 write transaction, so a reindex killed between batches keeps the batches already written and
 the next reindex goes on from there (resumable). A rebuild first removes the space's vectors
 and records the embedder's digest, in one transaction, then fills the space the same way.
+Progress is reported as the embedder's model runs finish, not only per batch: a batch of long
+texts takes seconds.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
 from hotmem.embedding.hash_v1 import MODEL_NAME
-from hotmem.embedding.registry import Embedder, get_embedder, install_hint
+from hotmem.embedding.registry import Embedder, check_threads, get_embedder, install_hint
 from hotmem.errors import MissingExtraError, StoreError, ValidationError
-from hotmem.progress import ProgressCallback
+from hotmem.progress import ProgressCallback, monotonic
 from hotmem.store import changes, spaces
 from hotmem.store.spaces import REINDEX_BATCH, VectorSpace
 
@@ -36,17 +38,22 @@ def _how_to_rebuild(name: str) -> str:
     )
 
 
-def embedder_for(space: VectorSpace, store: str, model_dir: ModelDir) -> Embedder:
-    """The embedder that makes the vectors of ``space``, checked against what it records.
+def embedder_for(
+    space: VectorSpace, store: str, model_dir: ModelDir, *, threads: int | None = None
+) -> Embedder:
+    """The embedder that makes the vectors of ``space``, checked against what it records;
+    ``threads`` as ``get_embedder``'s (``None``: every CPU of the process).
 
     Raises:
+        ValidationError: ``threads`` is not a positive integer.
         MissingExtraError: the embedder needs an extra that is not installed.
         StoreError: the space's model is unknown to this HotMem, or the embedder's digest,
             dimension or dtype differ from the space's.
         EmbedderError: the model files are missing or fail their digest check.
     """
+    check_threads(threads)  # a bad count is the caller's error, not an unknown model
     try:
-        embedder = get_embedder(space.model_id, model_dir=model_dir)
+        embedder = get_embedder(space.model_id, model_dir=model_dir, threads=threads)
     except ValidationError:
         raise StoreError(
             f"store {store!r} keeps the vector space {space.name!r} of model "
@@ -125,7 +132,12 @@ def reindex(
     progress: ProgressCallback | None = None,
 ) -> int:
     """Write the vectors of ``space`` that are missing (all of them with ``rebuild``); return
-    how many were written. ``progress`` is called with (written, to write) after each batch.
+    how many were written.
+
+    ``progress`` is called with (embedded, to embed): (0, to embed) first, then as the
+    embedder's model runs finish; a batch's vectors are written right after its last run. Both
+    counts only grow (a memory added meanwhile is embedded too, and counted in both; one
+    deleted meanwhile is counted, not written), and the last call has them equal.
 
     Raises:
         ValidationError: ``batch_size`` is not a positive integer.
@@ -141,11 +153,13 @@ def reindex(
             connection.execute(changes.EVERY_MEMORY_CHANGED)
     with reading() as connection:
         total = _count_missing(connection, space.name)
-    written = 0
-    if progress is not None:
-        progress(0, total)
+    written = embedded = 0
+    report = monotonic(progress)
+    report(0, total)
     for rowids, facts in _pending(reading, space.name, batch_size):
-        vectors = embedder.embed_many(facts)
+        vectors = embedder.embed_many(facts, progress=_shifted(report, embedded, total))
+        embedded += len(facts)
+        report(embedded, max(total, embedded))
         with writing() as connection:
             now = {found.name: found for found in spaces.read_spaces(connection)}
             if now.get(space.name) != space:
@@ -165,6 +179,13 @@ def reindex(
             spaces.insert_vectors(connection, space.name, rows)
             changes.log_changed(connection, [rowid for rowid, _ in rows])
         written += len(rows)
-        if progress is not None:
-            progress(written, total)
     return written
+
+
+def _shifted(report: ProgressCallback, before: int, total: int) -> ProgressCallback:
+    """``report`` of the whole reindex, fed by the embedder's progress within one batch."""
+
+    def within(done: int, _batch: int | None) -> None:
+        report(before + done, max(total, before + done))
+
+    return within

@@ -88,12 +88,15 @@ class VectorSpaces:
         model_dir: str | os.PathLike[str] | None = None,
         progress: ProgressCallback | None = None,
         batch_size: int = REINDEX_BATCH,
+        threads: int | None = None,
     ) -> VectorSpace:
         """Register the vector space of the embedder ``model_id`` and build it (embed every
-        memory, :meth:`reindex`); a space already there is completed, not rebuilt.
+        memory, :meth:`reindex`, with the same ``progress``, ``batch_size`` and ``threads``);
+        a space already there is completed, not rebuilt.
 
         Raises:
-            ValidationError: ``model_id`` is not a registered embedder, or is hotmem-hash-v1's.
+            ValidationError: ``model_id`` is not a registered embedder, or is hotmem-hash-v1's;
+                ``threads`` or ``batch_size`` is not a positive integer.
             MissingExtraError: the embedder needs an extra that is not installed.
             EmbedderError: the model files are missing or fail their digest check.
             StoreError: the store already has this space built by another model file
@@ -105,13 +108,19 @@ class VectorSpaces:
         directory = self._model_dir_of(model_dir)
         if model_id == MODEL_NAME:
             raise ValidationError(f"every store has the vector space {MODEL_NAME!r} already")
-        space = spaces.space_of(get_embedder(model_id, model_dir=directory))
+        space = spaces.space_of(get_embedder(model_id, model_dir=directory, threads=threads))
         with self._writing() as connection:
             known = {found.name: found for found in spaces.read_spaces(connection)}
             if known.get(model_id, space) != space:
                 reindexing.embedder_for(known[model_id], self._path, directory)  # raises
             spaces.write_space(connection, space)
-        self.reindex(model_id, model_dir=directory, progress=progress, batch_size=batch_size)
+        self.reindex(
+            model_id,
+            model_dir=directory,
+            progress=progress,
+            batch_size=batch_size,
+            threads=threads,
+        )
         return space
 
     def reindex(
@@ -122,17 +131,22 @@ class VectorSpaces:
         model_dir: str | os.PathLike[str] | None = None,
         progress: ProgressCallback | None = None,
         batch_size: int = REINDEX_BATCH,
+        threads: int | None = None,
     ) -> int:
         """Embed the memories lacking a vector in ``space`` (every memory with ``rebuild``,
         which also records the embedder's digest), one write transaction per ``batch_size``
         memories; return how many vectors were written.
 
         Resumable: a reindex interrupted between batches keeps what it wrote, and the next one
-        goes on from there. ``progress`` is called with (written, to write) after each batch.
+        goes on from there. ``progress`` is called with (embedded, to embed) as the embedder's
+        model runs finish, only ever forward, ending with both equal. The embedder runs on
+        ``threads`` CPU threads (``None``: every CPU of the process); the vectors are the same
+        bytes whatever the count.
 
         Raises:
             ValidationError: the store has no such space, it is hotmem-hash-v1 (whose vectors
-                are written with the memories), or ``batch_size`` is not a positive integer.
+                are written with the memories), or ``batch_size`` or ``threads`` is not a
+                positive integer.
             MissingExtraError: the embedder needs an extra that is not installed.
             StoreError: without ``rebuild``, the space was built by another model file; or the
                 store cannot be written.
@@ -148,10 +162,10 @@ class VectorSpaces:
             )
         directory = self._model_dir_of(model_dir)
         if rebuild:
-            embedder = get_embedder(found.model_id, model_dir=directory)
+            embedder = get_embedder(found.model_id, model_dir=directory, threads=threads)
             found = spaces.space_of(embedder)
         else:
-            embedder = reindexing.embedder_for(found, self._path, directory)
+            embedder = reindexing.embedder_for(found, self._path, directory, threads=threads)
         return reindexing.reindex(
             self.reading,
             self._writing,

@@ -6,7 +6,7 @@ cross-check against it):
 1. Tokenise with ``tokenizer.json`` (the ``tokenizers`` package): ``[CLS] pieces [SEP]``,
    truncated to ``MAX_TOKENS`` = 256 tokens (the model's ``max_seq_length``; the rest of a
    longer text is ignored), never padded.
-2. Run the encoder (onnxruntime, CPU, one thread: ``intra_op_num_threads=1``,
+2. Run the encoder (onnxruntime, CPU, one thread a run: ``intra_op_num_threads=1``,
    ``inter_op_num_threads=1``, sequential execution), giving one vector a token.
 3. Mean-pool over the attention mask (every token of the text), in float64.
 4. L2-normalise in float64, round to float32, pack little-endian.
@@ -15,14 +15,26 @@ Batching never changes a vector: texts are grouped by token count, so a batch ho
 one length and no padding is ever fed to the model; within a length, batches hold at most
 ``TOKEN_BUDGET`` tokens (at least one text). The encoder's arithmetic for one row does not
 depend on the other rows of its batch, so a text's vector is the same alone or in any batch
-(the tests check it bit for bit). One thread makes runs repeatable and timings comparable;
-a different CPU may round differently in the last bits (see the golden-vector tolerance in the
-tests).
+(the tests check it bit for bit).
+
+Threads never change a vector either: every core is used by running several model runs at
+once, never by splitting one. The embedder's ``threads`` worker threads (every CPU of the
+process unless told) call the one session concurrently (onnxruntime allows it; each call
+computes on its caller's thread, and the GIL is released meanwhile). Each run is computed
+exactly as on one thread, and which texts share a run depends on their token counts alone
+(:func:`runs`), so a vector is the same bytes for any thread count, by construction; results
+are placed by position and progress is reported in run order. (onnxruntime's own intra-op
+threads also gave the same bytes here, but slowed short texts below one thread on a busy
+machine: ``docs/semantic.md``, Threads.) A different CPU may round differently in the last
+bits (see the golden-vector tolerance in the tests).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from itertools import groupby
 from pathlib import Path
 from typing import Any
@@ -31,11 +43,20 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from hotmem.embedding.registry import DTYPE, SEMANTIC_MODEL, check_texts
+from hotmem.embedding.registry import DTYPE, SEMANTIC_MODEL, check_texts, check_threads
 from hotmem.embedding.semantic.sources import ModelFiles, read_model_files
 from hotmem.errors import EmbedderError
+from hotmem.progress import ProgressCallback
 
-__all__ = ["MAX_TOKENS", "TOKEN_BUDGET", "OnnxEmbedder", "load", "load_embedder"]
+__all__ = [
+    "MAX_TOKENS",
+    "TOKEN_BUDGET",
+    "OnnxEmbedder",
+    "load",
+    "load_embedder",
+    "runs",
+    "session_options",
+]
 
 MAX_TOKENS = 256
 # At most this many tokens a run (64 texts of 16 tokens, 4 of 256). Measured on 1,000 short
@@ -46,7 +67,7 @@ _INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
 
 
 def session_options() -> ort.SessionOptions:
-    """One thread, sequential execution, full graph optimisation, warnings only."""
+    """One thread a run, sequential execution, full graph optimisation, warnings only."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
@@ -67,6 +88,18 @@ def _tokenizer(model_files: ModelFiles) -> Tokenizer:
     tokenizer.no_padding()
     tokenizer.enable_truncation(max_length=MAX_TOKENS)
     return tokenizer
+
+
+def runs(lengths: Sequence[int], budget: int) -> Iterator[list[int]]:
+    """The model runs for texts of these token counts: lists of positions, each run one length
+    (shortest first, positions ascending) and at most ``budget`` tokens (at least one text).
+    Which texts share a run depends on the lengths alone, never on threads."""
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    for length, same in groupby(order, key=lengths.__getitem__):
+        group = list(same)
+        step = max(1, budget // length)
+        for start in range(0, len(group), step):
+            yield group[start : start + step]
 
 
 def _session(model_files: ModelFiles) -> ort.InferenceSession:
@@ -102,11 +135,14 @@ class OnnxEmbedder:
             (``hotmem.embedding.registry.Embedder``).
         source: where the model files were read (package and version, or directory).
         sha256: each model file's sha256, by file name.
+        threads: how many model runs it computes at once, each on one thread (speed only).
     """
 
     __slots__ = (
         "_inputs",
+        "_lock",
         "_output",
+        "_pool",
         "_session",
         "_tokenizer",
         "digest",
@@ -115,9 +151,15 @@ class OnnxEmbedder:
         "model_id",
         "sha256",
         "source",
+        "threads",
     )
 
-    def __init__(self, model_id: str, model_files: ModelFiles) -> None:
+    def __init__(
+        self, model_id: str, model_files: ModelFiles, *, threads: int | None = None
+    ) -> None:
+        self.threads = check_threads(threads)
+        self._pool: ThreadPoolExecutor | None = None  # started by the first parallel call
+        self._lock = threading.Lock()
         self._tokenizer = _tokenizer(model_files)
         self._session = _session(model_files)
         self._inputs = frozenset(node.name for node in self._session.get_inputs())
@@ -159,8 +201,34 @@ class OnnxEmbedder:
         )
         return unit
 
-    def embed_many(self, texts: Sequence[str]) -> list[bytes]:
+    def _packed(self, rows: list[list[int]], chunk: list[int]) -> np.ndarray[Any, Any]:
+        """The packed vectors of one run (on a worker thread when there are several)."""
+        packed = self._run(np.array([rows[i] for i in chunk], dtype=np.int64)).astype("<f4")
+        if not np.isfinite(packed).all():
+            raise EmbedderError(
+                f"expected finite vectors from {self.model_id!r} ({self.source}), "
+                f"found NaN or infinity for a text of {len(rows[chunk[0]])} tokens"
+            )
+        return packed
+
+    def _mapper(self, count: int) -> Callable[..., Iterable[Any]]:
+        """``map`` over the worker threads, in order; the calling thread alone for one run or
+        one thread."""
+        if self.threads == 1 or count < 2:
+            return map
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="hotmem-embed")
+            return self._pool.map
+
+    def embed_many(
+        self, texts: Sequence[str], *, progress: ProgressCallback | None = None
+    ) -> list[bytes]:
         """Embed each text; one packed little-endian float32 vector a text, in order.
+
+        The model runs (:func:`runs`) are spread over ``threads`` worker threads. ``progress``,
+        when given, is called on the calling thread with (texts embedded, ``len(texts)``) as
+        runs finish, in run order, the last call with both equal.
 
         Raises:
             ValidationError: ``texts`` is a string, or holds something that is not a string.
@@ -168,35 +236,33 @@ class OnnxEmbedder:
         """
         rows = [self.tokens(text) for text in check_texts(texts)]
         vectors: list[bytes] = [b""] * len(rows)
-        order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
-        for length, same in groupby(order, key=lambda i: len(rows[i])):
-            group = list(same)
-            step = max(1, TOKEN_BUDGET // length)
-            for start in range(0, len(group), step):
-                chunk = group[start : start + step]
-                pooled = self._run(np.array([rows[i] for i in chunk], dtype=np.int64))
-                packed = pooled.astype("<f4")
-                if not np.isfinite(packed).all():
-                    raise EmbedderError(
-                        f"expected finite vectors from {self.model_id!r} ({self.source}), "
-                        f"found NaN or infinity for a text of {length} tokens"
-                    )
-                for position, vector in zip(chunk, packed, strict=True):
-                    vectors[position] = vector.tobytes()
+        chunks = list(runs([len(row) for row in rows], TOKEN_BUDGET))
+        done = 0
+        results = self._mapper(len(chunks))(partial(self._packed, rows), chunks)
+        for chunk, packed in zip(chunks, results, strict=True):
+            for position, vector in zip(chunk, packed, strict=True):
+                vectors[position] = vector.tobytes()
+            done += len(chunk)
+            if progress is not None:
+                progress(done, len(rows))
         return vectors
 
 
-def load_embedder(model_id: str, model_dir: Path | None) -> OnnxEmbedder:
-    """Read and check the model files, then build the embedder.
+def load_embedder(
+    model_id: str, model_dir: Path | None, *, threads: int | None = None
+) -> OnnxEmbedder:
+    """Read and check the model files, then build the embedder, which computes ``threads``
+    model runs at once (``None``: every CPU of the process).
 
     Raises:
+        ValidationError: ``threads`` is not a positive integer.
         MissingExtraError: no ``model_dir`` and the model package is not installed.
         EmbedderError: the files are missing, unreadable, fail their digest check, or are not
             a model and tokenizer the embedder can run.
     """
-    return OnnxEmbedder(model_id, read_model_files(model_dir))
+    return OnnxEmbedder(model_id, read_model_files(model_dir), threads=threads)
 
 
-def load(model_dir: Path | None) -> OnnxEmbedder:
+def load(model_dir: Path | None, threads: int | None = None) -> OnnxEmbedder:
     """The semantic space's embedder (the registry's ``load`` of ``all-minilm-l6-v2``)."""
-    return load_embedder(SEMANTIC_MODEL, model_dir)
+    return load_embedder(SEMANTIC_MODEL, model_dir, threads=threads)
