@@ -1,9 +1,9 @@
 """Why a relevant memory was missed: scope, floor, no channel, or outranked.
 
-Every reason is ``hotmem.diagnose``'s verdict under the run's profile, from the production
-ranking itself:
-``hotmem.explain`` for a memory that was not returned, and a deeper ``search_memories`` call
-for the rank it actually holds and the memories that beat it. Nothing here recomputes a score.
+Every reason is ``hotmem.diagnose_many``'s verdict under the run's profile, from the
+production ranking itself: the explanation of a memory that was not returned, and, once per
+query, a deeper ranking for the rank each missed memory actually holds and the memories that
+beat it. Nothing here recomputes a score.
 """
 
 from __future__ import annotations
@@ -190,17 +190,28 @@ def attribute_misses(
     for query in queries.select(["query_id", "query", "identifier"]).to_pylist():
         query_id = str(query["query_id"])
         wanted = relevant.get(query_id, {})
-        for memory_id in sorted(set(wanted) - returned.get(query_id, set())):
-            try:
-                diagnosis = hotmem.diagnose(
-                    store,
-                    query["query"],
-                    memory_id,
-                    identifier=query["identifier"],
-                    limit=top_k,
-                    profile=chosen,
-                )
-            except hotmem.MemoryNotFoundError:
-                continue  # judged, but not in the corpus (a blank document left out)
-            misses.append(_miss(query_id, wanted[memory_id], diagnosis))
+        missing = [
+            memory_id
+            for memory_id in sorted(set(wanted) - returned.get(query_id, set()))
+            if _stored(store, memory_id)  # judged, but not in the corpus: a blank document
+        ]
+        if not missing:
+            continue
+        diagnoses = hotmem.diagnose_many(
+            store,
+            query["query"],
+            missing,
+            identifier=query["identifier"],
+            limit=top_k,
+            profile=chosen,
+        )
+        misses.extend(_miss(query_id, wanted[d.explanation.memory_id], d) for d in diagnoses)
     return misses
+
+
+def _stored(store: hotmem.MemoryStore, memory_id: str) -> bool:
+    try:
+        store.get(memory_id)
+    except hotmem.MemoryNotFoundError:
+        return False
+    return True

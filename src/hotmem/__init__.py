@@ -57,7 +57,7 @@ _ORIGINS = {
     ),
     "hotmem.models": ("Memory", "fixed_clock", "parse_timestamp", "system_clock"),
     "hotmem.progress": ("Progress", "ProgressCallback"),
-    "hotmem.retrieval.diagnosis": ("VERDICTS", "Diagnosis", "Verdict", "diagnose"),
+    "hotmem.retrieval.diagnosis": ("VERDICTS", "Diagnosis", "Verdict", "diagnose", "diagnose_many"),
     "hotmem.retrieval.fusion": ("MIN_SIMILARITY", "WEIGHTS", "Weights"),
     "hotmem.retrieval.profiles": (
         "DEFAULT_PROFILE",
@@ -120,7 +120,7 @@ if _typing.TYPE_CHECKING:
     from hotmem.jsonl import MAX_JSON_DEPTH, MAX_JSON_NUMBER, JsonlProblem, JsonlRecord, read_jsonl
     from hotmem.models import Memory, fixed_clock, parse_timestamp, system_clock
     from hotmem.progress import Progress, ProgressCallback
-    from hotmem.retrieval.diagnosis import VERDICTS, Diagnosis, Verdict, diagnose
+    from hotmem.retrieval.diagnosis import VERDICTS, Diagnosis, Verdict, diagnose, diagnose_many
     from hotmem.retrieval.fusion import MIN_SIMILARITY, WEIGHTS, Weights
     from hotmem.retrieval.profiles import (
         DEFAULT_PROFILE,
@@ -205,6 +205,7 @@ __all__ = [
     "Weights",
     "__version__",
     "diagnose",
+    "diagnose_many",
     "embed",
     "embedder_identity",
     "explain",

@@ -167,3 +167,19 @@ def test_a_bad_limit_is_a_validation_error(example_store: MemoryStore, limit: ob
 def test_an_unknown_memory_is_not_found(example_store: MemoryStore) -> None:
     with pytest.raises(hotmem.MemoryNotFoundError, match="no memory with memory_id='nope'"):
         diagnose(example_store, QUERY, "nope")
+
+
+def test_diagnose_many_is_diagnose_for_each(example_store: MemoryStore) -> None:
+    ids = [memory_id for memory_id, _, _, _ in EXAMPLE]
+    many = hotmem.diagnose_many(example_store, QUERY, ids, limit=1)
+    assert many == [diagnose(example_store, QUERY, memory_id, limit=1) for memory_id in ids]
+    verdicts = {d.explanation.memory_id: (d.verdict, d.rank) for d in many}
+    assert verdicts["m-invoice"] == ("returned", 1)
+    assert verdicts["m-beta-invoice"] == ("outranked", 2)
+    assert verdicts["m-paid"] == ("below_floor", None)
+    assert hotmem.diagnose_many(example_store, QUERY, []) == []
+
+
+def test_diagnose_many_names_the_first_unknown_memory(example_store: MemoryStore) -> None:
+    with pytest.raises(hotmem.MemoryNotFoundError, match="no memory with memory_id='nope'"):
+        hotmem.diagnose_many(example_store, QUERY, ["m-invoice", "nope", "other"])

@@ -70,6 +70,8 @@ def matrix(rows: Rows, positions: Any = None) -> Any:
 
     dimension = rows.width // 4
     parts = [np.frombuffer(s, dtype="<f4").reshape(-1, dimension) for _, s in rows.segments()]
+    if not parts or (positions is not None and not len(positions)):  # no row
+        return np.empty((0, dimension), dtype=np.float32)
     if positions is None:
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
     starts = np.fromiter((start for start, _ in rows.segments()), dtype=np.intp, count=len(parts))

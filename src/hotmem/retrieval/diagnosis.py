@@ -1,10 +1,11 @@
 """Why a memory ranks where it does for a query, or is missing: one verdict from the ranking.
 
-:func:`diagnose` asks the production code twice, in one read transaction: ``explain`` for the
-memory's components and whether it is a candidate, and, for a candidate, the search's ranking
-(``search.ranking``: the ids, the top ``limit`` results) deep enough to find the rank it
-holds and the memories above it. Nothing here computes a score. The verdicts, checked in this
-order:
+:func:`diagnose` asks the production code (``search.examine``), in one read transaction:
+the explanation of the memory's components and whether it is a candidate, and, for a
+candidate, the search's ranking deep enough to find the rank it holds and the memories above
+it (the top ``limit`` results). :func:`diagnose_many` does it for several memories of one
+query with one computation of the channels. Nothing here computes a score. The verdicts,
+checked in this order:
 
 =================== ================================================================
 ``outside_scope``    the memory belongs to another identifier than the scope searched
@@ -20,7 +21,7 @@ relevant memories missing from a query's top k.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -28,10 +29,17 @@ from hotmem.retrieval.fusion import Weights
 from hotmem.retrieval.profiles import Profile
 from hotmem.retrieval.request import MAX_LIMIT, SearchRequest
 from hotmem.retrieval.results import Explanation, SearchResult
-from hotmem.retrieval.search import explain, ranking
+from hotmem.retrieval.search import examine
 from hotmem.store.memory_store import MemoryStore
 
-__all__ = ["COSINE_TOLERANCE", "VERDICTS", "Diagnosis", "Verdict", "diagnose"]
+__all__ = [
+    "COSINE_TOLERANCE",
+    "VERDICTS",
+    "Diagnosis",
+    "Verdict",
+    "diagnose",
+    "diagnose_many",
+]
 
 Verdict = Literal["outside_scope", "no_channel_match", "below_floor", "outranked", "returned"]
 
@@ -157,25 +165,56 @@ def diagnose(
         ValidationError: an argument has the wrong type or is out of range.
         StoreError: the store cannot be read, or is damaged.
     """
+    return diagnose_many(
+        store,
+        query,
+        [memory_id],
+        identifier=identifier,
+        limit=limit,
+        profile=profile,
+        min_similarity=min_similarity,
+        weights=weights,
+    )[0]
+
+
+def diagnose_many(
+    store: MemoryStore,
+    query: str,
+    memory_ids: Sequence[str],
+    *,
+    identifier: str | None = None,
+    limit: int = 5,
+    profile: str | Profile | None = None,
+    min_similarity: float | None = None,
+    weights: Weights | None = None,
+) -> list[Diagnosis]:
+    """:func:`diagnose` for several memories and one query, in the order given: the same
+    diagnoses, from one read transaction, one computation of the channels and at most one
+    deep ranking (what the evaluator asks for every relevant memory a query missed).
+
+    Raises:
+        MemoryNotFoundError: no memory has one of these ids (the first such id is named).
+        ValidationError: an argument has the wrong type or is out of range.
+        StoreError: the store cannot be read, or is damaged.
+    """
     request = SearchRequest(query, identifier, limit, profile, min_similarity, weights)
-    with store.reading():
-        chosen = request.profile_for(store)
-        floor = None if chosen.vector is None else chosen.vector.floor
-        explanation = explain(store, query, memory_id, identifier=identifier, profile=chosen)
+
+    def deep(explanation: Explanation, chosen: Profile) -> bool:
+        return _verdict(explanation, identifier, chosen)[0] == "outranked"
+
+    found = examine(store, request, memory_ids, deep=deep)
+    chosen = found.profile
+    floor = None if chosen.vector is None else chosen.vector.floor
+    diagnoses = []
+    for explanation, rank in zip(found.explanations, found.ranks, strict=True):
         verdict, detail = _verdict(explanation, identifier, chosen)
-        rank: int | None = None
         above: tuple[SearchResult, ...] = ()
         if verdict == "outranked":
-            deep_request = SearchRequest(
-                query, identifier, max(limit, min(len(store), MAX_LIMIT)), chosen, None, None
-            )
-            ids, deep = ranking(store, deep_request, keep=limit)
-            rank = next((r for r, found in enumerate(ids, start=1) if found == memory_id), None)
             if rank is not None and rank <= limit:
-                verdict, above = "returned", tuple(deep[: rank - 1])
+                verdict, above = "returned", tuple(found.top[: rank - 1])
                 detail = f"score {_f(explanation.score)} at rank {rank} of the top {limit}"
             else:
-                above = tuple(deep[:limit])
+                above = tuple(found.top)
                 if rank:
                     where = f"at rank {rank}"
                 elif chosen.fusion == "rrf":
@@ -186,15 +225,18 @@ def diagnose(
                 if above:
                     margin = above[0].score - explanation.score
                     detail += f"; {above[0].memory_id} leads by {_f(margin)}"
-    return Diagnosis(
-        query=query,
-        scope=identifier,
-        limit=limit,
-        min_similarity=floor,
-        verdict=verdict,
-        detail=detail,
-        explanation=explanation,
-        rank=rank,
-        above=above,
-        profile=chosen.name,
-    )
+        diagnoses.append(
+            Diagnosis(
+                query=query,
+                scope=identifier,
+                limit=limit,
+                min_similarity=floor,
+                verdict=verdict,
+                detail=detail,
+                explanation=explanation,
+                rank=rank,
+                above=above,
+                profile=chosen.name,
+            )
+        )
+    return diagnoses

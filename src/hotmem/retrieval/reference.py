@@ -101,8 +101,8 @@ class ReferenceChannels:
         """The exact cosine and the raw BM25 (``None``: no match) of each of ``positions``."""
         return [self.cosine(p) for p in positions], [self.raws.get(p) for p in positions]
 
-    def weighted_top(self, rule: Rule, limit: int) -> list[tuple[float, int]]:
-        """The ``limit`` best candidates by weighted fusion, ``(score, position)``."""
+    def _scored(self, rule: Rule) -> list[tuple[float, int]]:
+        """Every candidate's weighted score, ``(score, position)``, in scope order."""
         importances, raw_of, best = self.prepared.index.importances, self.raws.get, self.best
         admits, weights = rule.admits, rule.weights
         scored: list[tuple[float, int]] = []
@@ -111,7 +111,16 @@ class ReferenceChannels:
             raw = raw_of(p)
             if admits(c, raw is not None):
                 append((weighted(weights, c, normalise_bm25(raw, best), importances[p]), p))
-        return top(scored, limit, self.prepared.names)
+        return scored
+
+    def weighted_top(self, rule: Rule, limit: int) -> list[tuple[float, int]]:
+        """The ``limit`` best candidates by weighted fusion, ``(score, position)``."""
+        return top(self._scored(rule), limit, self.prepared.names)
+
+    def weighted_from(self, rule: Rule, score: float) -> list[tuple[float, int]]:
+        """The candidates whose weighted score is at least ``score``, ``(score, position)``,
+        in no particular order."""
+        return [pair for pair in self._scored(rule) if pair[0] >= score]
 
     def channel_lists(self, rule: Rule, depth: int) -> tuple[list[int], list[int]]:
         """Each channel's ranked positions for reciprocal-rank fusion, cut at ``depth``: the

@@ -13,7 +13,8 @@ from __future__ import annotations
 import sqlite3
 import sys
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from hotmem.errors import MemoryNotFoundError
@@ -24,14 +25,23 @@ from hotmem.retrieval.index import SearchIndex
 from hotmem.retrieval.prepared import Prepared, prepare
 from hotmem.retrieval.profiles import Profile
 from hotmem.retrieval.reference import ReferenceChannels
-from hotmem.retrieval.request import SearchRequest
+from hotmem.retrieval.request import MAX_LIMIT, SearchRequest
 from hotmem.retrieval.rerank import reranked
 from hotmem.retrieval.results import Explanation, ScoreComponents, SearchResult
 from hotmem.store import changes
 from hotmem.store.memory_store import MemoryStore
 from hotmem.store.rows import tags_from_text
 
-__all__ = ["NUMPY_FROM", "Channels", "explain", "index_of", "score_ceiling", "search_memories"]
+__all__ = [
+    "NUMPY_FROM",
+    "Channels",
+    "Examination",
+    "examine",
+    "explain",
+    "index_of",
+    "score_ceiling",
+    "search_memories",
+]
 
 #: A scope of at least this many memories is searched by the numpy engine (with the ``fast``
 #: extra): below it, the standard-library engine answers in about the time importing numpy
@@ -55,6 +65,8 @@ class Channels(Protocol):
     def values(self, positions: Sequence[int]) -> tuple[list[float], list[float | None]]: ...
 
     def weighted_top(self, rule: Rule, limit: int) -> list[tuple[float, int]]: ...
+
+    def weighted_from(self, rule: Rule, score: float) -> list[tuple[float, int]]: ...
 
     def channel_lists(self, rule: Rule, depth: int) -> tuple[list[int], list[int]]: ...
 
@@ -217,27 +229,119 @@ def ranking(
         prepared = _prepared(store, connection, request, chosen)
         if not prepared.scope:
             return [], []
-        prepared.keep = keep
         channels = _channels(store, prepared)
-        fused = _fused(channels, prepared, chosen, _depth(chosen, request.limit))
-        winners = _reranked(store, prepared, fused, chosen)[: request.limit]
+        winners, results = _ranked(store, prepared, channels, chosen, request.limit, keep)
         ids = prepared.names([p for _, p in winners])
-        ranks = {p: r for r, (_, p) in enumerate(fused, start=1)} if chosen.reranker else {}
-        index, best = prepared.index, channels.best
-        kept = winners[:keep]
-        cosines, raws = channels.values([p for _, p in kept])
-        found = [
-            (
-                score,
-                p,
-                ranks.get(p),
-                ScoreComponents(cosine, raw, normalise_bm25(raw, best), index.importances[p]),
-            )
-            for (score, p), cosine, raw in zip(kept, cosines, raws, strict=True)
-        ]
-        results = _materialise(store, prepared, found)
     image.save(store, prepared.index)  # outside the read transaction: a write of its own
     return [ids[p] for _, p in winners], results
+
+
+def _ranked(
+    store: MemoryStore,
+    prepared: Prepared,
+    channels: Channels,
+    chosen: Profile,
+    limit: int,
+    keep: int,
+) -> tuple[list[tuple[float, int]], list[SearchResult]]:
+    """The top ``limit`` ``(score, position)`` of a prepared query, best first, and the first
+    ``keep`` of them read back as results."""
+    prepared.keep = keep
+    fused = _fused(channels, prepared, chosen, _depth(chosen, limit))
+    winners = _reranked(store, prepared, fused, chosen)[:limit]
+    ranks = {p: r for r, (_, p) in enumerate(fused, start=1)} if chosen.reranker else {}
+    index, best = prepared.index, channels.best
+    kept = winners[:keep]
+    cosines, raws = channels.values([p for _, p in kept])
+    found = [
+        (
+            score,
+            p,
+            ranks.get(p),
+            ScoreComponents(cosine, raw, normalise_bm25(raw, best), index.importances[p]),
+        )
+        for (score, p), cosine, raw in zip(kept, cosines, raws, strict=True)
+    ]
+    return winners, _materialise(store, prepared, found)
+
+
+@dataclass(frozen=True, slots=True)
+class Examination:
+    """Several memories examined for one query (:func:`examine`).
+
+    Attributes:
+        profile: the profile the request resolved to.
+        explanations: each memory's explanation, in the order asked.
+        ranks: each memory's rank in the query's ranking, ``None`` when it was not ranked
+            deep enough, not asked (``deep`` false), or the ranking is deeper than
+            ``MAX_LIMIT``.
+        top: the ranking's first ``limit`` results, empty when no rank was asked.
+    """
+
+    profile: Profile
+    explanations: list[Explanation]
+    ranks: list[int | None]
+    top: list[SearchResult]
+
+
+def examine(
+    store: MemoryStore,
+    request: SearchRequest,
+    memory_ids: Sequence[str],
+    *,
+    deep: Callable[[Explanation, Profile], bool],
+) -> Examination:
+    """Explain each of ``memory_ids`` for ``request`` and, when ``deep`` (given the
+    explanation and the profile the request resolved to) says so for any of them, rank the
+    whole scope (to ``MAX_LIMIT``) once to find where those memories stand: one read
+    transaction, one computation of the channels, each rank found by position.
+
+    Raises:
+        MemoryNotFoundError: no memory has one of these ids (the first such id is named).
+        As :func:`search_memories` otherwise.
+    """
+    wanted = [lookup_text("memory_id", memory_id) for memory_id in memory_ids]
+    with store.reading() as connection:
+        chosen = request.profile_for(store)
+        prepared = _prepared(store, connection, request, chosen)
+        index = prepared.index
+        positions = []
+        for memory_id in wanted:
+            row = connection.execute(
+                "SELECT rowid FROM memories WHERE memory_id = ?", (memory_id,)
+            ).fetchone()
+            p = None if row is None else index.position.get(row[0])
+            if p is None:
+                raise MemoryNotFoundError(f"no memory with memory_id={memory_id!r}")
+            positions.append(p)
+        channels = _channels(store, prepared)
+        explanations = [
+            _explained(store, prepared, channels, chosen, p, memory_id)
+            for p, memory_id in zip(positions, wanted, strict=True)
+        ]
+        asked = [deep(explanation, chosen) for explanation in explanations]
+        ranks: list[int | None] = [None] * len(wanted)
+        top_results: list[SearchResult] = []
+        if any(asked) and prepared.scope:
+            if chosen.fusion == "rrf" or chosen.reranker is not None:
+                depth = max(request.limit, min(len(prepared.scope), MAX_LIMIT))
+                winners, top_results = _ranked(
+                    store, prepared, channels, chosen, depth, request.limit
+                )
+            else:  # the candidates scoring at least the lowest asked, ranked as a search does
+                lowest = min(e.score for e, ask in zip(explanations, asked, strict=True) if ask)
+                above = channels.weighted_from(prepared.rule, lowest)
+                winners = top(above, min(len(above), MAX_LIMIT), prepared.names)
+                top_results = _ranked(
+                    store, prepared, channels, chosen, request.limit, request.limit
+                )[1]
+            rank_of = {p: r for r, (_, p) in enumerate(winners, start=1)}
+            ranks = [
+                rank_of.get(p) if ask else None for p, ask in zip(positions, asked, strict=True)
+            ]
+    if any(asked):
+        image.save(store, index)  # outside the read transaction: a write of its own
+    return Examination(chosen, explanations, ranks, top_results)
 
 
 def _materialise(

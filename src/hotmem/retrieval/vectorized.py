@@ -181,27 +181,42 @@ class VectorizedChannels:
     def _pairs(self, values: Floats, offsets: Offsets) -> list[tuple[float, int]]:
         return list(zip(values.tolist(), self._position(offsets).tolist(), strict=True))
 
-    def weighted_top(self, rule: Rule, limit: int) -> list[tuple[float, int]]:
-        """The ``limit`` best candidates by weighted fusion, ``(score, position)``."""
+    def _bounds(self, rule: Rule) -> tuple[Offsets, Floats, Floats, float, Bools]:
+        """The offsets that may be candidates, their normalised BM25, an upper bound of their
+        weighted score less ``slack`` (the score's largest error), ``slack``, and which of them
+        are candidates for sure."""
         w, margin = rule.weights, self.margin
-        every = slice(None)
-        maybe = np.flatnonzero(self._admitted(rule, every, self.approx + margin))
+        maybe = np.flatnonzero(self._admitted(rule, slice(None), self.approx + margin))
         bm25 = np.zeros(len(maybe), dtype=np.float64)
         if self.best > 0.0:
             np.divide(self.raws[maybe], self.best, out=bm25, where=self.matched[maybe])
         approx = self.approx[maybe]
         bound = weighted(w, approx, bm25, self._importances[maybe])
         slack = abs(w.cosine) * margin + _ULPS * (abs(w.cosine) + abs(w.bm25) + abs(w.importance))
-        sure = self._admitted(rule, maybe, approx - margin)
+        return maybe, bm25, bound, slack, self._admitted(rule, maybe, approx - margin)
+
+    def _scored(self, rule: Rule, finalists: Offsets, bm25: Floats) -> list[tuple[float, int]]:
+        """The exact ``(score, position)`` of the candidates among ``finalists``."""
+        cosine = self.exact(finalists)
+        admitted = self._admitted(rule, finalists, cosine)
+        finalists, cosine, bm25 = finalists[admitted], cosine[admitted], bm25[admitted]
+        scores = weighted(rule.weights, cosine, bm25, self._importances[finalists])
+        return self._pairs(scores, finalists)
+
+    def weighted_top(self, rule: Rule, limit: int) -> list[tuple[float, int]]:
+        """The ``limit`` best candidates by weighted fusion, ``(score, position)``."""
+        maybe, bm25, bound, slack, sure = self._bounds(rule)
         kept = np.ones(len(maybe), dtype=np.bool_)
         if int(sure.sum()) >= limit:
             kept = bound + slack >= _kth_largest(bound[sure] - slack, limit)
-        finalists = maybe[kept]
-        cosine = self.exact(finalists)
-        admitted = self._admitted(rule, finalists, cosine)
-        finalists, cosine, bm25 = finalists[admitted], cosine[admitted], bm25[kept][admitted]
-        scores = weighted(w, cosine, bm25, self._importances[finalists])
-        return top(self._pairs(scores, finalists), limit, self.prepared.names)
+        return top(self._scored(rule, maybe[kept], bm25[kept]), limit, self.prepared.names)
+
+    def weighted_from(self, rule: Rule, score: float) -> list[tuple[float, int]]:
+        """The candidates whose weighted score is at least ``score``, ``(score, position)``,
+        in no particular order."""
+        maybe, bm25, bound, slack, _ = self._bounds(rule)
+        kept = bound + slack >= score
+        return [pair for pair in self._scored(rule, maybe[kept], bm25[kept]) if pair[0] >= score]
 
     def _channel(
         self, values: Floats, sure: Bools, maybe: Bools, depth: int, slack: float

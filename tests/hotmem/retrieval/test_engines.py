@@ -208,3 +208,58 @@ def test_a_cosine_exactly_at_the_floor_is_a_candidate_in_both(tmp_path: Path) ->
         )
         assert numpy == reference
         assert len(reference) == sum(c >= floor for c in cosines)
+
+
+@given(
+    rows=memories,
+    query=st.lists(st.sampled_from([*TEXTS, "the", "zzz"]), max_size=4).map(" ".join),
+    identifier=st.sampled_from([None, *IDENTIFIERS]),
+    limit=st.integers(1, 4),
+    profile=st.sampled_from(PROFILES),
+)
+@example(  # all-equal scores: the rank of a tie is its memory_id's place
+    rows=[("invoice", "acme", 0.5)] * 8,
+    query="invoice",
+    identifier=None,
+    limit=2,
+    profile="default",
+)
+def test_a_diagnosed_rank_is_the_deep_search_rank_in_both_engines(
+    rows: list[tuple[str, str, float]],
+    query: str,
+    identifier: str | None,
+    limit: int,
+    profile: str | hotmem.Profile,
+) -> None:
+    """diagnose_many finds a rank without ranking the whole scope (weighted fusion: only the
+    candidates scoring at least the memory's score): it equals the memory's place in a search
+    deep enough to hold every candidate, and each diagnosis equals diagnose's."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = _store(directory, rows)
+        ids = [f"m-{(n * 7) % 100:02d}-{n}" for n in range(len(rows))]
+        found = []
+        for accelerator in ("off", "numpy"):
+            with hotmem.open_store(path, accelerator=accelerator) as store:
+                deep = hotmem.search_memories(
+                    store, query, identifier=identifier, limit=100, profile=profile
+                )
+                place = {r.memory_id: r.rank for r in deep}
+                many = hotmem.diagnose_many(
+                    store, query, ids, identifier=identifier, limit=limit, profile=profile
+                )
+                for memory_id, d in zip(ids, many, strict=True):
+                    assert d == hotmem.diagnose(
+                        store,
+                        query,
+                        memory_id,
+                        identifier=identifier,
+                        limit=limit,
+                        profile=profile,
+                    )
+                    if d.verdict in {"returned", "outranked"}:
+                        assert d.rank == place.get(memory_id)
+                        assert list(d.above) == deep[: min(limit, (d.rank or limit + 1) - 1)]
+                    else:
+                        assert memory_id not in place
+                found.append([(d.verdict, d.rank, d.detail) for d in many])
+    assert found[0] == found[1]
