@@ -84,6 +84,10 @@ def _components(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def queries_block(run: EvalRun) -> list[dict[str, Any]]:
+    """Each query's entry of a result document: its judgements, its top ``run.top_k`` results
+    (the first cutoff: a deeper ranking is in the export's results table and TREC run, and
+    would make the document grow with the depth times the queries), metrics, misses and
+    failures."""
     grades: dict[str, dict[str, int]] = {}
     for row in run.fixture.qrels.to_pylist():
         grades.setdefault(row["query_id"], {})[row["memory_id"]] = row["grade"]
@@ -99,13 +103,14 @@ def queries_block(run: EvalRun) -> list[dict[str, Any]]:
     for query in run.fixture.queries.to_pylist():
         query_id, scope = query["query_id"], query["identifier"]
         graded = grades.get(query_id, {})
-        returned = slots.get(query_id, [])
+        ranked = slots.get(query_id, [])  # to the search depth (the largest cutoff)
+        returned = [r for r in ranked if r["rank"] <= run.top_k]
         failures = []
         if misses.get(query_id):
             failures.append("missed_relevant")
         if returned and not any(g >= 1 for g in graded.values()):
             failures.append("false_positive")
-        if scope is not None and any(r["identifier"] != scope for r in returned):
+        if scope is not None and any(r["identifier"] != scope for r in ranked):
             failures.append("scope_leak")
         entries.append(
             {

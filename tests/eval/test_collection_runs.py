@@ -68,6 +68,10 @@ def test_a_beir_collection_runs_at_every_cutoff(beir_run: Path) -> None:
     assert list(result["metrics_by_k"]) == ["10", "100"]
     assert result["metrics_by_k"]["10"] == result["metrics"]
     assert result["metrics"]["by_category"] == {}  # no categories: overall only
+    # the document holds each query's top 10; the depth of 100 is in the export
+    assert max(len(q["results"]) for q in result["queries"]) == 10
+    depth = pl.read_parquet(beir_run / "export" / "results.parquet")
+    assert depth.group_by("profile", "query_id").len()["len"].max() == 100
     at_100 = result["metrics_by_k"]["100"]["overall"]
     assert at_100["precision_at_k"]["denominator"] == 50 * 100
     # rules 2 and 3 read the built-in suite's categories: not applicable here
