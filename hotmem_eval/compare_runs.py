@@ -17,7 +17,7 @@ have no category here, so every comparison is ``overall``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -176,11 +176,19 @@ def trec_per_query(
     return per_query_metrics(results, qrels, queries, groups, k=k, relevant_grade=relevant_grade)
 
 
-def _read_trec(a: Path, b: Path, qrels: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """The qrels and both runs, or one ``FixtureError`` with the problems of all three."""
+def _read_trec(
+    a: Path, b: Path, qrels: Path, warnings: list[Problem]
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The qrels and both runs, or one ``FixtureError`` with the problems of all three; the
+    qrels' warnings appended to ``warnings``."""
     problems: list[Problem] = []
     frames = []
-    for reader, path in ((read_qrels, qrels), (read_run, a), (read_run, b)):
+    readers: list[tuple[Callable[[Path], pl.DataFrame], Path]] = [
+        (lambda path: read_qrels(path, warnings), qrels),
+        (read_run, a),
+        (read_run, b),
+    ]
+    for reader, path in readers:
         try:
             frames.append(reader(path))
         except FixtureError as error:
@@ -225,7 +233,8 @@ def compare_trec_runs(
         UsageError: no cutoff, a cutoff or ``relevant_grade`` below 1.
     """
     cutoffs = _checked_cutoffs(ks, relevant_grade)
-    judgments, first, second = _read_trec(a, b, qrels)
+    warnings: list[Problem] = []
+    judgments, first, second = _read_trec(a, b, qrels, warnings)
     baseline, candidate = _labels(a, b, _run_name(first, a), _run_name(second, b))
     judged = judgments["query_id"].unique()
     (ranked_a, unjudged_a), (ranked_b, unjudged_b) = (
@@ -240,7 +249,8 @@ def compare_trec_runs(
         f"does not rank returned nothing); queries not judged are left out ({unjudged_a} in "
         f"RUN_A, {unjudged_b} in RUN_B).\n"
         "Each run is ranked as trec_eval ranks it: by score descending, ties by memory_id "
-        "descending.\n"
+        "descending.\n",
+        *(f"Warning: {warning}.\n" for warning in warnings),
     ]
     for k in cutoffs:
         per_query = pl.concat(

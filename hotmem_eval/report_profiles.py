@@ -180,8 +180,11 @@ def verdict_lines(result: dict[str, Any], comparisons: pl.DataFrame) -> list[str
             lines.append(f"- {row['candidate']} against {baseline}: no query to pair.")
             continue
         significant = p < ALPHA
-        direction = "better than" if row["delta"] > 0 else "worse than"
-        verdict = direction if significant else f"not significantly {direction}"
+        if row["delta"] == 0:
+            verdict = "no different from"  # equal means: no direction to call significant
+        else:
+            direction = "better than" if row["delta"] > 0 else "worse than"
+            verdict = direction if significant else f"not significantly {direction}"
         lines.append(
             f"- {row['candidate']} is {verdict} {baseline} on {label}: Δ {row['delta']:+.3f} "
             f"(95% CI {row['ci_low']:+.3f} to {row['ci_high']:+.3f}), p = {p:.3g} over "

@@ -179,6 +179,17 @@ def _topic_reason(columns: list[str], first: dict[str, int], line: int) -> str |
     return None
 
 
+def negative_grades(path: Path, count: int, first_line: int) -> Problem:
+    """The warning for ``count`` judgements of a qrels file with a negative grade, left out."""
+    return Problem(
+        str(path),
+        first_line,
+        f"{count} judgement{'s' * (count != 1)} with a negative grade left out (this line is "
+        "the first): trec_eval reads a negative grade as pooled but not judged, never relevant",
+        "warning",
+    )
+
+
 def read_trec_qrels(path: Path) -> tuple[list[Judgement], list[Problem]]:
     """Every judgement of a TREC qrels file, negative grades included, in line order, and
     every problem of its format, with one warning when some grades are negative.
@@ -211,14 +222,5 @@ def read_trec_qrels(path: Path) -> tuple[list[Judgement], list[Problem]]:
         problems.append(Problem(str(path), None, "expected at least one judgement, found none"))
     negative = [j for j in judgements if j.grade < 0]
     if negative:
-        problems.append(
-            Problem(
-                str(path),
-                negative[0].line,
-                f"{len(negative)} judgement{'s' * (len(negative) != 1)} with a negative grade "
-                "left out (this line is the first): trec_eval reads a negative grade as pooled "
-                "but not judged, never relevant",
-                "warning",
-            )
-        )
+        problems.append(negative_grades(path, len(negative), negative[0].line))
     return judgements, problems

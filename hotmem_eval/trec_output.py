@@ -35,9 +35,11 @@ malformed line is a ``path:line: reason`` problem, and the reader raises one ``F
 with every problem of the file (stopping after ``MAX_PROBLEMS``).
 Run problems: not 6 columns, a rank that is not an integer, a score that is not a finite
 decimal number, a memory twice in one query, a run name other than the first line's. Qrels
-problems: not 4 columns, a grade that is not an integer 0..``MAX_ANY_GRADE``, a pair twice, no
-line at all. ``Q0``, the qrels' iteration and the rank are read but not used. An empty run is
-written and read (a profile that returned nothing), though trec_eval refuses one.
+problems: not 4 columns, a grade that is not an integer up to ``MAX_ANY_GRADE``, a pair twice,
+no line at all; a negative grade (pooled but not judged, for trec_eval) is left out with one
+warning, as the collection reader does. ``Q0``, the qrels' iteration and the rank are read but
+not used. An empty run is written and read (a profile that returned nothing), though
+trec_eval refuses one.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from hotmem_eval.collection_files import parse_grade, read_text_lines
 from hotmem_eval.errors import EvalError, FixtureError, Problem, UsageError
 from hotmem_eval.fixture_schema import MAX_ANY_GRADE
 from hotmem_eval.metric_statistics import FrameLike, canonical
+from hotmem_eval.trec_input import negative_grades
 
 __all__ = [
     "MAX_PROBLEMS",
@@ -353,9 +356,10 @@ def read_run(path: Path) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=TREC_RUN_COLUMNS, orient="row")
 
 
-def read_qrels(path: Path) -> pl.DataFrame:
+def read_qrels(path: Path, warnings: list[Problem] | None = None) -> pl.DataFrame:
     """The judgments of the TREC qrels file at ``path``, as ``TREC_QRELS_COLUMNS`` sorted by
-    (query_id, memory_id).
+    (query_id, memory_id). A judgment with a negative grade is left out, as the collection
+    reader leaves it out (``trec_input``): one warning, appended to ``warnings``.
 
     Raises:
         FixtureError: the file cannot be read, holds no judgment, or a line is malformed (the
@@ -364,12 +368,13 @@ def read_qrels(path: Path) -> pl.DataFrame:
     problems = _Problems(path)
     rows: list[tuple[str, str, int]] = []
     first_line: dict[tuple[str, str], int] = {}
+    negative: list[int] = []
     for number, (query_id, _, memory_id, grade) in _records(path, problems, 4, _QRELS_LAYOUT):
         reasons = []
-        value = parse_grade(grade)
+        value = parse_grade(grade, negative=True)
         if value is None:
             reasons.append(
-                f"expected a non-negative integer grade (0..{MAX_ANY_GRADE}), found grade={grade!r}"
+                f"expected an integer grade up to {MAX_ANY_GRADE}, found grade={grade!r}"
             )
         earlier = first_line.setdefault((query_id, memory_id), number)
         if earlier != number:
@@ -379,10 +384,15 @@ def read_qrels(path: Path) -> pl.DataFrame:
             )
         for reason in reasons:
             problems.add(number, reason)
-        if value is not None and not reasons:
+        if value is not None and value < 0 and not reasons:
+            negative.append(number)
+        elif value is not None and not reasons:
             rows.append((query_id, memory_id, value))
+    if negative and warnings is not None:
+        warnings.append(negative_grades(path, len(negative), negative[0]))
     if not rows and not problems.found:
-        problems.add(None, "expected at least one judgment line, found none")
+        found = f"only {len(negative)} with a negative grade" if negative else "none"
+        problems.add(None, f"expected at least one judgment line, found {found}")
     if problems.found:
         raise FixtureError(tuple(problems.found))
     frame = pl.DataFrame(rows, schema=TREC_QRELS_COLUMNS, orient="row")

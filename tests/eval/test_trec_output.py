@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from hotmem_eval.compare_runs import compare_trec_runs, trec_per_query
-from hotmem_eval.errors import EvalError, FixtureError, UsageError
+from hotmem_eval.errors import EvalError, FixtureError, Problem, UsageError
 from hotmem_eval.metrics import per_query_metrics
 from hotmem_eval.trec_output import (
     MAX_PROBLEMS,
@@ -385,20 +385,16 @@ QRELS_PROBLEMS = [
         [QRELS_COLUMNS + "5"],
     ),
     (
-        "q1 0 d2 -1\n",
-        ["2: expected a non-negative integer grade (0..2147483647), found grade='-1'"],
-    ),
-    (
         "q1 0 d2 1.5\n",
-        ["2: expected a non-negative integer grade (0..2147483647), found grade='1.5'"],
+        ["2: expected an integer grade up to 2147483647, found grade='1.5'"],
     ),
     (
         "q1 0 d2 high\n",
-        ["2: expected a non-negative integer grade (0..2147483647), found grade='high'"],
+        ["2: expected an integer grade up to 2147483647, found grade='high'"],
     ),
     (
         "q1 0 d2 2147483648\n",
-        ["2: expected a non-negative integer grade (0..2147483647), found grade='2147483648'"],
+        ["2: expected an integer grade up to 2147483647, found grade='2147483648'"],
     ),
     (
         "q1 0 d1 0\n",
@@ -626,6 +622,26 @@ def test_two_trec_runs_compare_over_the_judged_queries(tmp_path: Path) -> None:
     assert "## k =" not in out
 
 
+def test_a_negative_grade_is_left_out_of_a_comparison_with_a_warning(tmp_path: Path) -> None:
+    plain = write(tmp_path, "plain.txt", TREC_QRELS)
+    pooled = write(tmp_path, "pooled.txt", TREC_QRELS + "q1 0 d9 -1\nq4 0 d1 -2\n")
+    a, b = write(tmp_path, "a.trec", RUN_A), write(tmp_path, "b.trec", RUN_B)
+    before = compare_trec_runs(a, b, plain, ks=[2]).splitlines()
+    after = compare_trec_runs(a, b, pooled, ks=[2]).splitlines()
+    warning = (
+        f"Warning: {pooled}:6: 2 judgements with a negative grade left out (this line is the "
+        "first): trec_eval reads a negative grade as pooled but not judged, never relevant."
+    )
+    assert after[5] == warning
+    assert after[:2] + after[3:5] + after[6:] == before[:2] + before[3:]
+    only = write(tmp_path, "only.txt", "q1 0 d1 -1\n")
+    with pytest.raises(FixtureError) as raised:
+        compare_trec_runs(a, b, only, ks=[2])
+    assert [str(p) for p in raised.value.problems] == [
+        f"{only}: expected at least one judgment line, found only 1 with a negative grade"
+    ]
+
+
 def test_several_cutoffs_give_one_table_each(tmp_path: Path) -> None:
     qrels = write(tmp_path, "qrels.txt", TREC_QRELS)
     a, b = write(tmp_path, "a.trec", RUN_A), write(tmp_path, "b.trec", RUN_B)
@@ -644,12 +660,12 @@ def test_runs_of_one_name_are_told_apart_by_file(tmp_path: Path) -> None:
 
 
 def test_problems_of_all_three_files_are_reported_together(tmp_path: Path) -> None:
-    qrels = write(tmp_path, "qrels.txt", "q1 0 d1 -2\n")
+    qrels = write(tmp_path, "qrels.txt", "q1 0 d1 2.5\n")
     a = write(tmp_path, "a.trec", "q1 Q0 d1 1 x base\n")
     with pytest.raises(FixtureError) as raised:
         compare_trec_runs(a, tmp_path / "b.trec", qrels, ks=[10])
     assert [str(p) for p in raised.value.problems] == [
-        f"{qrels}:1: expected a non-negative integer grade (0..2147483647), found grade='-2'",
+        f"{qrels}:1: expected an integer grade up to 2147483647, found grade='2.5'",
         f"{a}:1: expected a finite decimal score, found score='x'",
         f"{tmp_path / 'b.trec'}: expected a TREC run file, found no such file",
     ]
@@ -682,3 +698,15 @@ def test_the_relevant_grade_decides_which_queries_pair(tmp_path: Path) -> None:
     assert "| MRR@2 | overall | 1 | 1.000 | 0.000 | -1.000 | 0/1/0 | 1.000 | 1.000 |" in out
     out = compare_trec_runs(a, b, qrels, ks=[2], relevant_grade=3)
     assert out.endswith("No query was paired.\n")
+
+
+def test_negative_grades_are_left_out_with_one_warning(tmp_path: Path) -> None:
+    """As trec_eval reads them (pooled, not judged) and as the collection reader does."""
+    path = write(tmp_path, "qrels", "q1 0 d1 1\nq1 0 d2 -1\nq2 0 d1 -2\nq2 0 d3 0\n")
+    warnings: list[Problem] = []
+    assert read_qrels(path, warnings).rows() == [("q1", "d1", 1), ("q2", "d3", 0)]
+    assert [str(w) for w in warnings] == [
+        f"{path}:2: 2 judgements with a negative grade left out (this line is the first): "
+        "trec_eval reads a negative grade as pooled but not judged, never relevant"
+    ]
+    assert read_qrels(path).height == 2  # without a list, the warning is not kept
