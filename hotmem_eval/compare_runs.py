@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import polars as pl
 
@@ -176,6 +176,17 @@ def trec_per_query(
     return per_query_metrics(results, qrels, queries, groups, k=k, relevant_grade=relevant_grade)
 
 
+#: What two TREC runs are compared on: the metrics of positive queries without groups.
+TREC_METRICS: Final = (
+    "recall_at_1",
+    "recall_at_k",
+    "mrr_at_k",
+    "ndcg_at_k",
+    "precision_at_k",
+    "ap_at_k",
+)
+
+
 def _read_trec(
     a: Path, b: Path, qrels: Path, warnings: list[Problem]
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
@@ -261,9 +272,9 @@ def compare_trec_runs(
                 for run, label in ((first, baseline), (second, candidate))
             ]
         )
-        comparisons = compare_profiles(per_query, profiles=[baseline, candidate]).filter(
-            pl.col("scope") == OVERALL
-        )
+        comparisons = compare_profiles(
+            per_query, profiles=[baseline, candidate], metrics=TREC_METRICS
+        ).filter(pl.col("scope") == OVERALL)
         paired = comparisons.filter(pl.col("n") > 0).height > 0
         table = render_comparison_table(comparisons, k=k) if paired else "No query was paired.\n"
         heading = f"\n## k = {k}\n" if len(cutoffs) > 1 else ""

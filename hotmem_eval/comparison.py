@@ -43,6 +43,7 @@ from hotmem_eval.paired import (
 __all__ = [
     "COMPARED_METRICS",
     "COMPARISON_COLUMNS",
+    "GROUP_METRICS",
     "PAIRED_DELTA_COLUMNS",
     "PROFILE_PER_QUERY_COLUMNS",
     "Better",
@@ -115,6 +116,10 @@ COMPARISON_COLUMNS: Final[dict[str, pl.DataType]] = {
     "ci_high": pl.Float64(),
 }
 
+#: The metrics that read a fixture's near-duplicate groups: without groups (a collection of
+#: the field's formats) they restate recall and nDCG, so comparisons leave them out.
+GROUP_METRICS: Final = ("group_recall_at_k", "alpha_ndcg_at_k")
+
 _KEY = ["query_id", "category", "metric", "applicable"]
 
 
@@ -177,11 +182,14 @@ def _deltas(frame: pl.DataFrame, profiles: Sequence[str], metrics: Sequence[str]
     )
 
 
-def compare_profiles(per_query: FrameLike, *, profiles: Sequence[str]) -> pl.DataFrame:
+def compare_profiles(
+    per_query: FrameLike, *, profiles: Sequence[str], metrics: Sequence[str] = ()
+) -> pl.DataFrame:
     """The paired comparison of every candidate with the baseline, per scope and metric.
 
     For each candidate of ``profiles[1:]``, each scope (``overall``, then every category of
-    the fixture in byte order) and each metric of ``COMPARED_METRICS`` (registry order), one
+    the fixture in byte order) and each metric of ``metrics`` (``COMPARED_METRICS`` when
+    empty; always in registry order), one
     row over the n queries paired in that scope (``paired_deltas``), with d = candidate -
     baseline per query:
 
@@ -201,10 +209,14 @@ def compare_profiles(per_query: FrameLike, *, profiles: Sequence[str]) -> pl.Dat
         A frame of ``COMPARISON_COLUMNS`` ordered by candidate, scope, metric.
 
     Raises:
-        EvalError: as ``paired_deltas``.
+        EvalError: as ``paired_deltas``, or a metric is not one of ``COMPARED_METRICS``.
     """
+    unknown = [m for m in metrics if m not in COMPARED_METRICS]
+    if unknown:
+        raise EvalError(f"expected metrics of {list(COMPARED_METRICS)}, found {unknown[0]!r}")
+    compared = {m: b for m, b in COMPARED_METRICS.items() if not metrics or m in metrics}
     frame = _checked(per_query, profiles)
-    deltas = _deltas(frame, profiles, tuple(COMPARED_METRICS))
+    deltas = _deltas(frame, profiles, tuple(compared))
     categories = sorted(
         frame.filter(pl.col("profile") == profiles[0])["category"].drop_nulls().unique().to_list()
     )
@@ -220,7 +232,7 @@ def compare_profiles(per_query: FrameLike, *, profiles: Sequence[str]) -> pl.Dat
     rows = []
     for candidate in profiles[1:]:
         for scope in (OVERALL, *categories):
-            for metric, better in COMPARED_METRICS.items():
+            for metric, better in compared.items():
                 triples = cells.get((candidate, scope, metric), [])
                 rows.append(_comparison(profiles[0], candidate, scope, metric, better, triples))
     _adjust(rows)

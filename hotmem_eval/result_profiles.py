@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from hotmem_eval.comparison import compare_profiles
+from hotmem_eval.comparison import COMPARED_METRICS, GROUP_METRICS, compare_profiles
 from hotmem_eval.errors import EvalError
 from hotmem_eval.evaluate import Ablation, EvalRun
 from hotmem_eval.result import (
@@ -40,9 +40,13 @@ def stacked_per_query(runs: Sequence[EvalRun]) -> pl.DataFrame:
     return pl.concat([run.per_query.with_columns(profile=pl.lit(run.profile.name)) for run in runs])
 
 
-def comparison_rows(per_query: pl.DataFrame, names: Sequence[str]) -> list[dict[str, Any]]:
-    """``compare_profiles`` of ``names`` (baseline first) as JSON-ready objects."""
-    return compare_profiles(per_query, profiles=list(names)).to_dicts()
+def comparison_rows(
+    per_query: pl.DataFrame, names: Sequence[str], *, groups: bool = True
+) -> list[dict[str, Any]]:
+    """``compare_profiles`` of ``names`` (baseline first) as JSON-ready objects; without
+    ``groups`` (a fixture with no near-duplicate group), the group metrics are left out."""
+    metrics = () if groups else tuple(m for m in COMPARED_METRICS if m not in GROUP_METRICS)
+    return compare_profiles(per_query, profiles=list(names), metrics=metrics).to_dicts()
 
 
 def build_profiles_result(
@@ -73,7 +77,8 @@ def build_profiles_result(
         }
         for run in runs
     ]
-    document["comparisons"] = comparison_rows(stacked_per_query(runs), names)
+    groups = runs[0].fixture.groups.num_rows > 0
+    document["comparisons"] = comparison_rows(stacked_per_query(runs), names, groups=groups)
     if ablation is not None:
         document["ablation"] = {
             "baseline": ablation.baseline.name,
@@ -84,6 +89,7 @@ def build_profiles_result(
             "comparisons": comparison_rows(
                 ablation.per_query,
                 [ablation.baseline.name, *(variant.name for _, variant in ablation.variants)],
+                groups=groups,
             )
             if ablation.variants
             else [],

@@ -68,6 +68,18 @@ def test_a_beir_collection_runs_at_every_cutoff(beir_run: Path) -> None:
     assert list(result["metrics_by_k"]) == ["10", "100"]
     assert result["metrics_by_k"]["10"] == result["metrics"]
     assert result["metrics"]["by_category"] == {}  # no categories: overall only
+    # no near-duplicate groups: the comparisons leave the group metrics out
+    assert {c["metric"] for c in result["comparisons"]} == {
+        "recall_at_1",
+        "recall_at_k",
+        "mrr_at_k",
+        "ndcg_at_k",
+        "precision_at_k",
+        "ap_at_k",
+        "negative_fpr_at_k",
+        "duplicate_slot_rate_at_k",
+        "scope_leak_rate_at_k",
+    }
     # the document holds each query's top 10; the depth of 100 is in the export
     assert max(len(q["results"]) for q in result["queries"]) == 10
     depth = pl.read_parquet(beir_run / "export" / "results.parquet")

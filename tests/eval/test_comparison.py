@@ -228,6 +228,17 @@ def test_p_adjusted_is_holm_across_categories_and_raw_overall() -> None:
         assert family["p_adjusted"].to_list() == holm_adjust(family["p_value"].to_list())
 
 
+def test_a_subset_of_metrics_gives_their_rows_only_in_registry_order() -> None:
+    full = compare_profiles(PER_QUERY, profiles=["base", "cand"])
+    some = compare_profiles(
+        PER_QUERY, profiles=["base", "cand"], metrics=["ndcg_at_k", "recall_at_1"]
+    )
+    assert some["metric"].unique(maintain_order=True).to_list() == ["recall_at_1", "ndcg_at_k"]
+    assert_frame_equal(some, full.filter(pl.col("metric").is_in(["recall_at_1", "ndcg_at_k"])))
+    with pytest.raises(EvalError, match="found 'ndcg'"):
+        compare_profiles(PER_QUERY, profiles=["base", "cand"], metrics=["ndcg"])
+
+
 def test_paired_deltas_by_hand() -> None:
     deltas = paired_deltas(
         PER_QUERY, profiles=["base", "cand"], metrics=["mrr_at_k", "duplicate_slot_rate_at_k"]

@@ -619,6 +619,14 @@ def test_two_trec_runs_compare_over_the_judged_queries(tmp_path: Path) -> None:
         assert row in lines
     table = [line for line in lines if line.startswith("| ") and "---" not in line]
     assert {line.split(" | ")[1] for line in table[1:]} == {"overall"}
+    assert [line.split(" | ")[0] for line in table[1:]] == [
+        "| R@1",
+        "| R@2",
+        "| MRR@2",
+        "| nDCG@2",
+        "| P@2",
+        "| AP@2",
+    ]  # no group metric: TREC qrels have no groups
     assert "## k =" not in out
 
 
