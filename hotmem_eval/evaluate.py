@@ -29,7 +29,7 @@ from hotmem_eval.ingest import kept_store, open_fixture_store
 from hotmem_eval.metric_registry import METRICS, OVERALL
 from hotmem_eval.metrics import aggregate_metrics, per_query_metrics
 from hotmem_eval.runner import run_queries
-from hotmem_eval.transfer import TransferOutcome, run_transfer
+from hotmem_eval.transfer import Package, TransferOutcome, rerun_transfer, transfer_package
 
 __all__ = [
     "ABLATED_CHANNELS",
@@ -238,6 +238,7 @@ def evaluate_profiles(
     store, reused = _source_store(fixture, workdir, spaces, store_path, stages)
     ingest_s = time.perf_counter() - started
     sampled = sampled_queries(fixture.queries, transfer_sample)
+    package = _OnePackage(store, workdir / "transfer", sampled)
     runs = []
     with store:
         for number, profile in enumerate(profiles):
@@ -247,12 +248,12 @@ def evaluate_profiles(
                     store,
                     fixture,
                     profile,
-                    workdir / f"profile-{number}",
                     cutoffs=ks,
                     repeat=repeat,
                     progress=_offset(stages.search, done, total),
                     ingest_s=0.0 if reused else ingest_s,
                     transfer_queries=sampled,
+                    package=package,
                 )
             )
         frames = [runs[0].per_query.with_columns(profile=pl.lit(profiles[0].name))]
@@ -287,15 +288,14 @@ def _evaluate_one(
     store: hotmem.MemoryStore,
     fixture: Fixture,
     profile: hotmem.Profile,
-    workdir: Path,
     *,
     cutoffs: tuple[int, ...],
     repeat: int,
     progress: hotmem.ProgressCallback | None,
     ingest_s: float,
     transfer_queries: pa.Table,
+    package: _OnePackage,
 ) -> EvalRun:
-    workdir.mkdir()
     top_k, depth = cutoffs[0], cutoffs[-1]
     clock = _Stopwatch()
     run = run_queries(
@@ -316,7 +316,9 @@ def _evaluate_one(
     source = run.results.filter(
         pa.array([q in sampled_ids for q in run.results.column("query_id").to_pylist()])
     )
-    transfer = run_transfer(store, transfer_queries, source, workdir, top_k=depth, profile=profile)
+    transfer = rerun_transfer(
+        package.made(), transfer_queries, source, top_k=depth, profile=profile
+    )
     clock.lap("transfer")
     results = pl.DataFrame(run.results)
     per_query_by_k, aggregate_by_k = metrics_at(results, fixture, cutoffs)
@@ -343,6 +345,21 @@ def _evaluate_one(
         aggregate_by_k=aggregate_by_k,
         stages_s=clock.laps,
     )
+
+
+class _OnePackage:
+    """The run's transfer package and hydrated store, made when the first profile asks."""
+
+    def __init__(self, store: hotmem.MemoryStore, workdir: Path, queries: pa.Table) -> None:
+        self.store, self.workdir, self.queries = store, workdir, queries
+        self.package: Package | None = None
+
+    def made(self) -> Package:
+        if self.package is None:
+            self.workdir.mkdir()
+            first = self.queries.column("query")[0].as_py() if self.queries.num_rows else ""
+            self.package = transfer_package(self.store, self.workdir, first)
+        return self.package
 
 
 class _Stopwatch:

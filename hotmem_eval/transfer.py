@@ -1,7 +1,9 @@
 """Transfer invariance: snapshot, verify, hydrate into a clean target, and compare retrieval.
 
 Also times each step and a cold start (a fresh process opens the hydrated store and answers
-one query), as local diagnostics.
+one query), as local diagnostics. A run of several profiles makes one package and one
+hydrated store (``transfer_package``) and re-runs each profile's queries there
+(``rerun_transfer``): the package does not depend on the profile.
 """
 
 from __future__ import annotations
@@ -20,7 +22,15 @@ import hotmem
 from hotmem_eval.errors import EvalError
 from hotmem_eval.runner import rows_by_query, run_queries
 
-__all__ = ["TRANSFER_SCHEMA", "TransferOutcome", "compare_results", "run_transfer"]
+__all__ = [
+    "TRANSFER_SCHEMA",
+    "Package",
+    "TransferOutcome",
+    "compare_results",
+    "rerun_transfer",
+    "run_transfer",
+    "transfer_package",
+]
 
 #: One row per (query, rank) present in either run: the transfer comparison export.
 _TRANSFER_FIELDS: list[pa.Field[Any]] = [
@@ -141,18 +151,29 @@ def _cold_start(database: Path, query: str, workdir: Path) -> float:
     return elapsed
 
 
-def run_transfer(
-    store: hotmem.MemoryStore,
-    queries: pa.Table,
-    source_results: pa.Table,
-    workdir: Path,
-    *,
-    top_k: int,
-    profile: hotmem.Profile | None = None,
-) -> TransferOutcome:
-    """Snapshot ``store``, verify and hydrate the package into a new store in ``workdir``,
-    re-run every query there under ``profile`` (``default`` when None) and compare with
-    ``source_results``."""
+@dataclass(frozen=True, slots=True)
+class Package:
+    """A store snapshotted, verified and hydrated once (``transfer_package``): what every
+    profile's re-run reads."""
+
+    path: Path
+    hydrated: Path
+    source_rows: int
+    hydrated_rows: int
+    source_fts_integrity: str
+    hydrated_fts_integrity: str
+    verify_ok: bool
+    verify_problems: tuple[str, ...]
+    snapshot_s: float
+    verify_s: float
+    hydrate_s: float
+    cold_start_s: float
+
+
+def transfer_package(store: hotmem.MemoryStore, workdir: Path, first_query: str) -> Package:
+    """Snapshot ``store`` into ``workdir``, verify the package and hydrate it into a new store
+    there; time each step and a cold start (a fresh process searching ``first_query`` in the
+    hydrated store), and check both stores' integrity."""
     package = workdir / "transfer.hotmem"
     target = workdir / "hydrated.db"
     started = time.perf_counter()
@@ -164,28 +185,71 @@ def run_transfer(
     started = time.perf_counter()
     hotmem.hydrate(package, target)
     hydrate_s = time.perf_counter() - started
-    first_query = queries.column("query")[0].as_py() if queries.num_rows else ""
     cold_start_s = _cold_start(target, first_query, workdir)
     with hotmem.open_store(target) as hydrated:
-        rerun = run_queries(hydrated, queries, top_k=top_k, profile=profile)
-        comparison, drift, equivalent = compare_results(
-            source_results, rerun.results, [str(q) for q in queries.column("query_id").to_pylist()]
-        )
         hydrated_rows, hydrated_integrity = hydrated.count(), _fts_integrity(hydrated)
-    return TransferOutcome(
-        comparison=comparison,
-        drift=drift,
-        equivalent_queries=equivalent,
-        total_queries=queries.num_rows,
+    return Package(
+        path=package,
+        hydrated=target,
         source_rows=store.count(),
         hydrated_rows=hydrated_rows,
         source_fts_integrity=_fts_integrity(store),
         hydrated_fts_integrity=hydrated_integrity,
         verify_ok=bool(report.ok),
         verify_problems=tuple(str(p) for p in report.problems),
-        package_bytes=package.stat().st_size,
         snapshot_s=snapshot_s,
         verify_s=verify_s,
         hydrate_s=hydrate_s,
         cold_start_s=cold_start_s,
     )
+
+
+def rerun_transfer(
+    package: Package,
+    queries: pa.Table,
+    source_results: pa.Table,
+    *,
+    top_k: int,
+    profile: hotmem.Profile | None = None,
+) -> TransferOutcome:
+    """Re-run every query in ``package``'s hydrated store under ``profile`` (``default`` when
+    None) and compare with ``source_results``, slot by slot."""
+    with hotmem.open_store(package.hydrated) as hydrated:
+        rerun = run_queries(hydrated, queries, top_k=top_k, profile=profile)
+    comparison, drift, equivalent = compare_results(
+        source_results, rerun.results, [str(q) for q in queries.column("query_id").to_pylist()]
+    )
+    return TransferOutcome(
+        comparison=comparison,
+        drift=drift,
+        equivalent_queries=equivalent,
+        total_queries=queries.num_rows,
+        source_rows=package.source_rows,
+        hydrated_rows=package.hydrated_rows,
+        source_fts_integrity=package.source_fts_integrity,
+        hydrated_fts_integrity=package.hydrated_fts_integrity,
+        verify_ok=package.verify_ok,
+        verify_problems=package.verify_problems,
+        package_bytes=package.path.stat().st_size,
+        snapshot_s=package.snapshot_s,
+        verify_s=package.verify_s,
+        hydrate_s=package.hydrate_s,
+        cold_start_s=package.cold_start_s,
+    )
+
+
+def run_transfer(
+    store: hotmem.MemoryStore,
+    queries: pa.Table,
+    source_results: pa.Table,
+    workdir: Path,
+    *,
+    top_k: int,
+    profile: hotmem.Profile | None = None,
+) -> TransferOutcome:
+    """Snapshot ``store``, verify and hydrate the package into a new store in ``workdir``,
+    re-run every query there under ``profile`` (``default`` when None) and compare with
+    ``source_results`` (``transfer_package`` then ``rerun_transfer``)."""
+    first_query = queries.column("query")[0].as_py() if queries.num_rows else ""
+    package = transfer_package(store, workdir, first_query)
+    return rerun_transfer(package, queries, source_results, top_k=top_k, profile=profile)

@@ -150,3 +150,21 @@ def test_misses_are_explained_under_the_profile_searched(name: str, reasons: dic
         assert {m.detail for m in misses if m.reason == "no_channel_match"} == {
             "no lexical match; profile 'bm25-only' has no cosine"
         }
+
+
+def test_one_package_serves_every_profile(tmp_path: Path) -> None:
+    """The package does not depend on the profile: made once, re-run per profile, each
+    profile's rankings the same bits after hydrate."""
+    from hotmem_eval.evaluate import evaluate_profiles
+
+    fixture = load_fixture(FIXTURE / "corpus.jsonl", FIXTURE / "queries.jsonl")
+    profiles = [hotmem.PROFILES[name] for name in ("default", "bm25-only", "rrf")]
+    runs, _ = evaluate_profiles(fixture, tmp_path, profiles, top_k=5)
+    assert sorted(p.name for p in tmp_path.rglob("*.hotmem")) == ["transfer.hotmem"]
+    for run in runs:
+        assert run.transfer.equivalent_queries == run.transfer.total_queries == 98
+        assert run.transfer.hydrated_rows == run.transfer.source_rows == 155
+    assert len({run.transfer.snapshot_s for run in runs}) == 1  # one snapshot, timed once
+    assert [run.transfer.comparison.num_rows for run in runs] == [
+        run.results.height for run in runs
+    ]

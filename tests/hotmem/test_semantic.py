@@ -356,3 +356,23 @@ def write_golden() -> None:
 
 if __name__ == "__main__":
     write_golden()
+
+
+def test_a_query_vector_is_kept_for_the_next_search(
+    embedder: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search embeds its query once: the next search, explain or diagnosis of the same text
+    reuses the bytes (the same bytes the model gives), up to QUERY_VECTORS texts."""
+    from hotmem.retrieval import prepared
+
+    monkeypatch.setattr(prepared, "QUERY_VECTORS", 2)
+    monkeypatch.setattr(prepared, "_QUERY_VECTORS", type(prepared._QUERY_VECTORS)())
+    first = prepared._query_vector(embedder, "who approves invoices")
+    assert first == embedder.embed_many(["who approves invoices"])[0]
+    assert prepared._query_vector(embedder, "who approves invoices") is first
+    prepared._query_vector(embedder, "deploy window")
+    prepared._query_vector(embedder, "badge")  # the third text: the first is dropped
+    assert list(prepared._QUERY_VECTORS[embedder]) == ["deploy window", "badge"]
+    again = prepared._query_vector(embedder, "who approves invoices")
+    assert again == first
+    assert again is not first

@@ -10,7 +10,10 @@ the phrase adds to ``bm25()``; none, nothing (FTS5 matches no row with an empty 
 from __future__ import annotations
 
 import sqlite3
+import threading
+import weakref
 from array import array
+from collections import OrderedDict
 from collections.abc import Collection, Sequence
 
 from hotmem.embedding.hash_v1 import MODEL_NAME, embed
@@ -199,6 +202,36 @@ def _phrases(index: SearchIndex, connection: sqlite3.Connection, text: str) -> t
     return tuple(found)
 
 
+#: How many query vectors are kept per model embedder (about 1.5 KB each at 384 dimensions).
+QUERY_VECTORS = 1024
+_QUERY_VECTORS: weakref.WeakKeyDictionary[object, OrderedDict[str, bytes]] = (
+    weakref.WeakKeyDictionary()
+)
+_QUERY_LOCK = threading.Lock()
+
+
+def _query_vector(embedder: object, text: str) -> bytes:
+    """The model embedder's vector of a query ``text``, kept for the ``QUERY_VECTORS`` texts
+    used last: an embedding is the same bytes every time (docs/semantic.md), and a search,
+    its explanation and the evaluator's re-runs ask for the same query again. An embedder
+    that cannot be weakly referenced or hashed is asked every time."""
+    with _QUERY_LOCK:
+        try:
+            kept = _QUERY_VECTORS.setdefault(embedder, OrderedDict())
+        except TypeError:
+            kept = OrderedDict()
+        found = kept.get(text)
+        if found is not None:
+            kept.move_to_end(text)
+            return found
+    packed: bytes = embedder.embed_many([text])[0]  # type: ignore[attr-defined]
+    with _QUERY_LOCK:
+        kept[text] = packed
+        while len(kept) > QUERY_VECTORS:
+            kept.popitem(last=False)
+    return packed
+
+
 def _vector(
     index: SearchIndex,
     connection: sqlite3.Connection,
@@ -210,7 +243,7 @@ def _vector(
         return None
     if profile.vector.space == MODEL_NAME:
         return VectorQuery(embed(text))
-    packed: bytes = embedder.embed_many([text])[0]  # type: ignore[attr-defined]
+    packed = _query_vector(embedder, text)
     dimension = len(packed) // 4
     column = index.space(connection, profile.vector.space, dimension)
     return VectorQuery((), column, packed)

@@ -139,6 +139,7 @@ class OnnxEmbedder:
     """
 
     __slots__ = (
+        "__weakref__",  # the search keeps query vectors per embedder (retrieval/prepared.py)
         "_inputs",
         "_lock",
         "_output",
