@@ -153,11 +153,13 @@ QUERY_FIELDS: Mapping[str, FieldSpec] = {
     "identifier": FieldSpec(required=False, check=_text),
     "duplicate_groups": FieldSpec(required=False, check=_duplicate_groups),
 }
-#: A free-form fixture's queries: an optional category of its own, grades of any size.
+#: A free-form fixture's queries: an optional category of its own, grades of any size, notes
+#: optional (empty when absent).
 FREE_FORM_QUERY_FIELDS: Mapping[str, FieldSpec] = {
     **QUERY_FIELDS,
     "category": FieldSpec(required=False, check=_free_category),
     "relevance": FieldSpec(required=True, check=_relevance(MAX_ANY_GRADE)),
+    "notes": FieldSpec(required=False, check=_string),
 }
 
 

@@ -195,8 +195,9 @@ def _queries_table(queries: Sequence[_Object], lines: Mapping[str, int]) -> pa.T
     return pa.Table.from_pydict(
         {
             name: [query.get(name) for query in queries]
-            for name in ("query_id", "category", "query", "identifier", "notes")
+            for name in ("query_id", "category", "query", "identifier")
         }
+        | {"notes": [query.get("notes") or "" for query in queries]}  # optional when free-form
         | {"line": [lines[query["query_id"]] for query in queries]},
         schema=QUERIES_SCHEMA,
     )

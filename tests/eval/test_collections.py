@@ -728,6 +728,18 @@ def test_free_form_fixture_without_categories(tmp_path: Path) -> None:
     assert rows(fixture.qrels, "query_id", "memory_id", "grade") == [("a", "m1", 7), ("a", "m2", 0)]
 
 
+def test_notes_are_optional_in_a_free_form_fixture_only(tmp_path: Path) -> None:
+    bare = {"query_id": "a", "query": "what?", "relevance": {"m1": 1}}
+    fixture = native(tmp_path, [bare, query("b", notes="kept")])
+    assert fixture.queries.column("notes").to_pylist() == ["", "kept"]
+    suite = dict(bare, category="exact_lexical")
+    with pytest.raises(FixtureError) as raised:
+        native(tmp_path, [suite])
+    assert f"{tmp_path / 'queries.jsonl'}:1: missing required field 'notes'" in [
+        str(p) for p in raised.value.problems
+    ]
+
+
 def test_free_form_fixture_with_its_own_labels(tmp_path: Path) -> None:
     queries = [
         query("a", category="Physics", relevance={"m1": MAX_ANY_GRADE}),
