@@ -74,6 +74,7 @@ def build_profiles_result(
             "queries": queries_block(run),
             "transfer": transfer_block(run),
             "recommendation": recommendation_block(run),
+            "stages_s": dict(run.stages_s),
         }
         for run in runs
     ]
