@@ -2,7 +2,7 @@
 BEIR collection of long documents, each stage's time and the peak memory.
 
 Run: ``uv run python benchmarks/collection_eval_bench.py [--documents 5000] [--words 300]
-[--queries 1000] [--semantic] [--keep DIR]``
+[--queries 1000] [--semantic] [--transfer-sample N] [--keep DIR]``
 
 The collection (``synthetic_beir``, deterministic, written to a temporary directory or to
 ``--keep``): a vocabulary of 20,000 pseudo-words drawn by a Zipf law (exponent 1.1); each
@@ -13,7 +13,8 @@ most of those words also judged (grade 1). Runs, each a fresh process:
 1. ``--profile default --profile bm25-only --k 10 --k 100``, a temporary store (the
    issue's "under 60 s" case);
 2. with ``--semantic``: ``--profile default --profile bm25-only --profile semantic``, keeping
-   the store (``--store``), then the same again, reusing it (the "rerun under 30 s" case).
+   the store (``--store``), then the same again, reusing it (the "rerun under 30 s" case);
+   with ``--transfer-sample N`` too, once more re-running only N queries in the transfer check.
 
 Each row: wall time, peak RSS of the process, and the stages the result records (the
 ingest, then each profile's ``stages_s``: search, misses, transfer, metrics; the first
@@ -122,6 +123,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--semantic", action="store_true")
     parser.add_argument("--keep", type=Path, help="write the collection here and keep it")
+    parser.add_argument(
+        "--transfer-sample", type=int, help="with --semantic: one more reuse, sampling transfer"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -147,6 +151,11 @@ def main() -> None:
             print(row("semantic, store kept", found, output), flush=True)
             found = run([*semantic, "--output", str(output)])
             print(row("semantic, store reused", found, output), flush=True)
+            if args.transfer_sample:
+                sample = ["--transfer-sample", str(args.transfer_sample)]
+                found = run([*semantic, *sample, "--output", str(output)])
+                label = f"semantic, store reused, --transfer-sample {args.transfer_sample}"
+                print(row(label, found, output), flush=True)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(f"\nCPU of the runs: {children.ru_utime + children.ru_stime:.1f} s")
 
