@@ -30,7 +30,8 @@ from hotmem_eval.fixture_schema import COLLECTION_RELEVANT_GRADE
 from hotmem_eval.metric_registry import OVERALL
 from hotmem_eval.metrics import per_query_metrics
 from hotmem_eval.query import read_manifest
-from hotmem_eval.trec_output import rank_as_trec_eval, read_qrels, read_run
+from hotmem_eval.trec_output import rank_as_trec_eval
+from hotmem_eval.trec_read import read_qrels, read_run
 
 __all__ = ["compare_runs", "compare_trec_runs", "run_per_query", "trec_per_query"]
 
@@ -150,9 +151,9 @@ def trec_per_query(
     """The per-query metrics of a TREC run at cutoff ``k``, over the queries of ``qrels``.
 
     Parameters:
-        run: ``query_id``, ``memory_id``, ``score`` (``trec_output.read_run``'s frame); ranked
+        run: ``query_id``, ``memory_id``, ``score`` (``trec_read.read_run``'s frame); ranked
             as trec_eval ranks it, whatever its ``rank`` column says.
-        qrels: ``query_id``, ``memory_id``, ``grade`` (``trec_output.read_qrels``'s frame).
+        qrels: ``query_id``, ``memory_id``, ``grade`` (``trec_read.read_qrels``'s frame).
         k, relevant_grade: as ``metrics.per_query_metrics``.
 
     Returns:

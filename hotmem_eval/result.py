@@ -105,13 +105,7 @@ def queries_block(run: EvalRun) -> list[dict[str, Any]]:
         graded = grades.get(query_id, {})
         ranked = slots.get(query_id, [])  # to the search depth (the largest cutoff)
         returned = [r for r in ranked if r["rank"] <= run.top_k]
-        failures = []
-        if misses.get(query_id):
-            failures.append("missed_relevant")
-        if returned and not any(g >= 1 for g in graded.values()):
-            failures.append("false_positive")
-        if scope is not None and any(r["identifier"] != scope for r in ranked):
-            failures.append("scope_leak")
+        failures = _failures(bool(misses.get(query_id)), graded, scope, returned, ranked)
         entries.append(
             {
                 "query_id": query_id,
@@ -136,6 +130,25 @@ def queries_block(run: EvalRun) -> list[dict[str, Any]]:
             }
         )
     return entries
+
+
+def _failures(
+    missed: bool,
+    graded: dict[str, int],
+    scope: str | None,
+    returned: list[dict[str, Any]],
+    ranked: list[dict[str, Any]],
+) -> list[str]:
+    """A query's failures: a relevant memory missed, results for a query with no answer, a
+    result (at any depth) from outside its scope."""
+    failures = []
+    if missed:
+        failures.append("missed_relevant")
+    if returned and not any(g >= 1 for g in graded.values()):
+        failures.append("false_positive")
+    if scope is not None and any(r["identifier"] != scope for r in ranked):
+        failures.append("scope_leak")
+    return failures
 
 
 def _facts(run: EvalRun, queries: list[dict[str, Any]]) -> dict[str, str]:

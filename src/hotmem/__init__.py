@@ -70,7 +70,8 @@ _ORIGINS = {
     "hotmem.retrieval.request": ("MAX_LIMIT", "SearchRequest"),
     "hotmem.retrieval.rerank": ("MMR",),
     "hotmem.retrieval.results": ("Explanation", "ScoreComponents", "SearchResult"),
-    "hotmem.retrieval.search": ("explain", "search_memories"),
+    "hotmem.retrieval.examine": ("explain",),
+    "hotmem.retrieval.search": ("search_memories",),
     "hotmem.snapshot": (
         "HydrationReport",
         "SnapshotProblem",
@@ -121,6 +122,7 @@ if _typing.TYPE_CHECKING:
     from hotmem.models import Memory, fixed_clock, parse_timestamp, system_clock
     from hotmem.progress import Progress, ProgressCallback
     from hotmem.retrieval.diagnosis import VERDICTS, Diagnosis, Verdict, diagnose, diagnose_many
+    from hotmem.retrieval.examine import explain
     from hotmem.retrieval.fusion import MIN_SIMILARITY, WEIGHTS, Weights
     from hotmem.retrieval.profiles import (
         DEFAULT_PROFILE,
@@ -133,7 +135,7 @@ if _typing.TYPE_CHECKING:
     from hotmem.retrieval.request import MAX_LIMIT, SearchRequest
     from hotmem.retrieval.rerank import MMR
     from hotmem.retrieval.results import Explanation, ScoreComponents, SearchResult
-    from hotmem.retrieval.search import explain, search_memories
+    from hotmem.retrieval.search import search_memories
     from hotmem.snapshot import (
         HydrationReport,
         SnapshotProblem,

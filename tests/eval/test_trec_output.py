@@ -18,19 +18,17 @@ from hotmem_eval.compare_runs import compare_trec_runs, trec_per_query
 from hotmem_eval.errors import EvalError, FixtureError, Problem, UsageError
 from hotmem_eval.metrics import per_query_metrics
 from hotmem_eval.trec_output import (
-    MAX_PROBLEMS,
     TREC_QRELS_COLUMNS,
     TREC_RUN_COLUMNS,
     check_run_names,
     check_trec_ids,
     qrels_text,
     rank_as_trec_eval,
-    read_qrels,
-    read_run,
     run_text,
     write_qrels,
     write_run,
 )
+from hotmem_eval.trec_read import MAX_PROBLEMS, read_qrels, read_run
 
 RESULTS = pl.DataFrame(
     {

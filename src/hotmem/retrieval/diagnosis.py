@@ -1,6 +1,6 @@
 """Why a memory ranks where it does for a query, or is missing: one verdict from the ranking.
 
-:func:`diagnose` asks the production code (``search.examine``), in one read transaction:
+:func:`diagnose` asks the production code (``examine.examine``), in one read transaction:
 the explanation of the memory's components and whether it is a candidate, and, for a
 candidate, the search's ranking deep enough to find the rank it holds and the memories above
 it (the top ``limit`` results). :func:`diagnose_many` does it for several memories of one
@@ -25,11 +25,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from hotmem.retrieval.examine import examine
 from hotmem.retrieval.fusion import Weights
 from hotmem.retrieval.profiles import Profile
 from hotmem.retrieval.request import MAX_LIMIT, SearchRequest
 from hotmem.retrieval.results import Explanation, SearchResult
-from hotmem.retrieval.search import examine
 from hotmem.store.memory_store import MemoryStore
 
 __all__ = [

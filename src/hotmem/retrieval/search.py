@@ -1,10 +1,10 @@
-"""Search and explain: a request's candidates, ranked by fusion over the store's search index.
+"""Search: a request's candidates, ranked by fusion over the store's search index.
 
 Each call runs in one read transaction of the store: the search index (``index.py``) is
 refreshed to that state, the query is prepared (``prepared.py``) and an engine computes both
 channels over the scope (``reference.py``, or ``vectorized.py`` with numpy); fusion ranks
 (``fusion.py``), a profile's reranker reorders the fused top ``pool`` (``rerank.py``), and the
-winners are read back. ``explain`` reads one memory's values from the same channels.
+winners are read back. ``examine.py`` reads one memory's values from the same channels.
 ``docs/ranking.md`` explains every step with a worked example.
 """
 
@@ -13,21 +13,18 @@ from __future__ import annotations
 import sqlite3
 import sys
 import weakref
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Protocol
 
-from hotmem.errors import MemoryNotFoundError
-from hotmem.fields import lookup_text
 from hotmem.retrieval import image
-from hotmem.retrieval.fusion import Rule, Weights, normalise_bm25, rrf, top, weighted
+from hotmem.retrieval.fusion import Rule, Weights, normalise_bm25, rrf, top
 from hotmem.retrieval.index import SearchIndex
 from hotmem.retrieval.prepared import Prepared, prepare
 from hotmem.retrieval.profiles import Profile
 from hotmem.retrieval.reference import ReferenceChannels
-from hotmem.retrieval.request import MAX_LIMIT, SearchRequest
+from hotmem.retrieval.request import SearchRequest
 from hotmem.retrieval.rerank import reranked
-from hotmem.retrieval.results import Explanation, ScoreComponents, SearchResult
+from hotmem.retrieval.results import ScoreComponents, SearchResult
 from hotmem.store import changes
 from hotmem.store.memory_store import MemoryStore
 from hotmem.store.rows import tags_from_text
@@ -35,10 +32,12 @@ from hotmem.store.rows import tags_from_text
 __all__ = [
     "NUMPY_FROM",
     "Channels",
-    "Examination",
-    "examine",
-    "explain",
+    "channels_for",
+    "fused_top",
     "index_of",
+    "prepared_for",
+    "ranked_top",
+    "rerank_fused",
     "score_ceiling",
     "search_memories",
 ]
@@ -97,7 +96,7 @@ def _numpy_for(store: MemoryStore, size: int, space: bool = False) -> bool:
     return store.accelerated and (size >= NUMPY_FROM or "numpy" in sys.modules or space)
 
 
-def _channels(store: MemoryStore, prepared: Prepared) -> Channels:
+def channels_for(store: MemoryStore, prepared: Prepared) -> Channels:
     vector = prepared.vector
     if _numpy_for(store, len(prepared.scope), vector is not None and vector.space is not None):
         from hotmem.retrieval.vectorized import VectorizedChannels  # numpy loads here
@@ -106,7 +105,7 @@ def _channels(store: MemoryStore, prepared: Prepared) -> Channels:
     return ReferenceChannels(prepared)
 
 
-def _prepared(
+def prepared_for(
     store: MemoryStore, connection: sqlite3.Connection, request: SearchRequest, profile: Profile
 ) -> Prepared:
     index = index_of(store, connection)
@@ -129,7 +128,7 @@ def score_ceiling(profile: Profile) -> float:
     return vector + words + profile.importance
 
 
-def _fused(
+def fused_top(
     channels: Channels, prepared: Prepared, profile: Profile, depth: int
 ) -> list[tuple[float, int]]:
     """The fused top ``depth`` ``(score, position)``, best first."""
@@ -146,7 +145,7 @@ def _fused(
     return top(scored, depth, prepared.names)
 
 
-def _reranked(
+def rerank_fused(
     store: MemoryStore, prepared: Prepared, fused: list[tuple[float, int]], profile: Profile
 ) -> list[tuple[float, int]]:
     if profile.reranker is None:
@@ -226,17 +225,17 @@ def ranking(
     """
     with store.reading() as connection:
         chosen = request.profile_for(store)
-        prepared = _prepared(store, connection, request, chosen)
+        prepared = prepared_for(store, connection, request, chosen)
         if not prepared.scope:
             return [], []
-        channels = _channels(store, prepared)
-        winners, results = _ranked(store, prepared, channels, chosen, request.limit, keep)
+        channels = channels_for(store, prepared)
+        winners, results = ranked_top(store, prepared, channels, chosen, request.limit, keep)
         ids = prepared.names([p for _, p in winners])
     image.save(store, prepared.index)  # outside the read transaction: a write of its own
     return [ids[p] for _, p in winners], results
 
 
-def _ranked(
+def ranked_top(
     store: MemoryStore,
     prepared: Prepared,
     channels: Channels,
@@ -247,8 +246,8 @@ def _ranked(
     """The top ``limit`` ``(score, position)`` of a prepared query, best first, and the first
     ``keep`` of them read back as results."""
     prepared.keep = keep
-    fused = _fused(channels, prepared, chosen, _depth(chosen, limit))
-    winners = _reranked(store, prepared, fused, chosen)[:limit]
+    fused = fused_top(channels, prepared, chosen, _depth(chosen, limit))
+    winners = rerank_fused(store, prepared, fused, chosen)[:limit]
     ranks = {p: r for r, (_, p) in enumerate(fused, start=1)} if chosen.reranker else {}
     index, best = prepared.index, channels.best
     kept = winners[:keep]
@@ -263,85 +262,6 @@ def _ranked(
         for (score, p), cosine, raw in zip(kept, cosines, raws, strict=True)
     ]
     return winners, _materialise(store, prepared, found)
-
-
-@dataclass(frozen=True, slots=True)
-class Examination:
-    """Several memories examined for one query (:func:`examine`).
-
-    Attributes:
-        profile: the profile the request resolved to.
-        explanations: each memory's explanation, in the order asked.
-        ranks: each memory's rank in the query's ranking, ``None`` when it was not ranked
-            deep enough, not asked (``deep`` false), or the ranking is deeper than
-            ``MAX_LIMIT``.
-        top: the ranking's first ``limit`` results, empty when no rank was asked.
-    """
-
-    profile: Profile
-    explanations: list[Explanation]
-    ranks: list[int | None]
-    top: list[SearchResult]
-
-
-def examine(
-    store: MemoryStore,
-    request: SearchRequest,
-    memory_ids: Sequence[str],
-    *,
-    deep: Callable[[Explanation, Profile], bool],
-) -> Examination:
-    """Explain each of ``memory_ids`` for ``request`` and, when ``deep`` (given the
-    explanation and the profile the request resolved to) says so for any of them, rank the
-    whole scope (to ``MAX_LIMIT``) once to find where those memories stand: one read
-    transaction, one computation of the channels, each rank found by position.
-
-    Raises:
-        MemoryNotFoundError: no memory has one of these ids (the first such id is named).
-        As :func:`search_memories` otherwise.
-    """
-    wanted = [lookup_text("memory_id", memory_id) for memory_id in memory_ids]
-    with store.reading() as connection:
-        chosen = request.profile_for(store)
-        prepared = _prepared(store, connection, request, chosen)
-        index = prepared.index
-        positions = []
-        for memory_id in wanted:
-            row = connection.execute(
-                "SELECT rowid FROM memories WHERE memory_id = ?", (memory_id,)
-            ).fetchone()
-            p = None if row is None else index.position.get(row[0])
-            if p is None:
-                raise MemoryNotFoundError(f"no memory with memory_id={memory_id!r}")
-            positions.append(p)
-        channels = _channels(store, prepared)
-        explanations = [
-            _explained(store, prepared, channels, chosen, p, memory_id)
-            for p, memory_id in zip(positions, wanted, strict=True)
-        ]
-        asked = [deep(explanation, chosen) for explanation in explanations]
-        ranks: list[int | None] = [None] * len(wanted)
-        top_results: list[SearchResult] = []
-        if any(asked) and prepared.scope:
-            if chosen.fusion == "rrf" or chosen.reranker is not None:
-                depth = max(request.limit, min(len(prepared.scope), MAX_LIMIT))
-                winners, top_results = _ranked(
-                    store, prepared, channels, chosen, depth, request.limit
-                )
-            else:  # the candidates scoring at least the lowest asked, ranked as a search does
-                lowest = min(e.score for e, ask in zip(explanations, asked, strict=True) if ask)
-                above = channels.weighted_from(prepared.rule, lowest)
-                winners = top(above, min(len(above), MAX_LIMIT), prepared.names)
-                top_results = _ranked(
-                    store, prepared, channels, chosen, request.limit, request.limit
-                )[1]
-            rank_of = {p: r for r, (_, p) in enumerate(winners, start=1)}
-            ranks = [
-                rank_of.get(p) if ask else None for p, ask in zip(positions, asked, strict=True)
-            ]
-    if any(asked):
-        image.save(store, index)  # outside the read transaction: a write of its own
-    return Examination(chosen, explanations, ranks, top_results)
 
 
 def _materialise(
@@ -367,90 +287,3 @@ def _materialise(
             )
         )
     return results
-
-
-def explain(
-    store: MemoryStore,
-    query: str,
-    memory_id: str,
-    *,
-    identifier: str | None = None,
-    profile: str | Profile | None = None,
-    min_similarity: float | None = None,
-    weights: Weights | None = None,
-) -> Explanation:
-    """Explain how ``memory_id`` fares for ``query`` under a profile (the arguments of
-    :func:`search_memories`), from the search's own channels and fusion.
-
-    Raises:
-        MemoryNotFoundError: no memory has this id.
-        ValidationError: an argument has the wrong type or is out of range.
-        StoreError: the store cannot be read, or is damaged.
-    """
-    request = SearchRequest(query, identifier, 1, profile, min_similarity, weights)
-    memory_id = lookup_text("memory_id", memory_id)
-    with store.reading() as connection:
-        chosen = request.profile_for(store)
-        row = connection.execute(
-            "SELECT rowid FROM memories WHERE memory_id = ?", (memory_id,)
-        ).fetchone()
-        prepared = _prepared(store, connection, request, chosen)
-        index = prepared.index
-        p = None if row is None else index.position.get(row[0])
-        if p is None:
-            raise MemoryNotFoundError(f"no memory with memory_id={memory_id!r}")
-        channels = _channels(store, prepared)
-        return _explained(store, prepared, channels, chosen, p, memory_id)
-
-
-def _explained(
-    store: MemoryStore,
-    prepared: Prepared,
-    channels: Channels,
-    profile: Profile,
-    p: int,
-    memory_id: str,
-) -> Explanation:
-    index, rule = prepared.index, prepared.rule
-    in_scope = channels.in_scope(p)
-    cosine, raw = channels.cosine(p), channels.raw(p)
-    components = ScoreComponents(
-        cosine=cosine,
-        bm25_raw=raw,
-        bm25_normalised=normalise_bm25(raw, channels.best),
-        importance=index.importances[p],
-    )
-    ranks: tuple[int | None, int | None] = (None, None)
-    if profile.fusion == "rrf":
-        vector, words = channels.channel_lists(rule, profile.depth)
-        ranks = (_rank_in(vector, p), _rank_in(words, p))
-        score = rrf((rule.weights.cosine, rule.weights.bm25), profile.rrf_k, ranks)
-        candidate = in_scope and ranks != (None, None)
-    else:
-        score = weighted(rule.weights, cosine, components.bm25_normalised, index.importances[p])
-        candidate = in_scope and rule.admits(cosine, raw is not None)
-    before: tuple[int | None, int | None] = (None, None)
-    if profile.reranker is not None and prepared.scope:
-        fused = _fused(channels, prepared, profile, profile.reranker.pool)
-        order = [q for _, q in fused]
-        if p in order:
-            after = [q for _, q in _reranked(store, prepared, fused, profile)]
-            before = (order.index(p) + 1, after.index(p) + 1)
-    return Explanation(
-        memory_id=memory_id,
-        identifier=prepared.identifier_of(p),
-        in_scope=in_scope,
-        components=components,
-        score=score,
-        passes_floor=candidate,
-        profile=profile.name,
-        vector_rank=ranks[0],
-        lexical_rank=ranks[1],
-        reranker=None if profile.reranker is None else profile.reranker.to_dict(),
-        pre_rerank_rank=before[0],
-        post_rerank_rank=before[1],
-    )
-
-
-def _rank_in(ranked: list[int], p: int) -> int | None:
-    return ranked.index(p) + 1 if p in ranked else None
