@@ -89,6 +89,10 @@ def normalise(result: dict[str, Any]) -> dict[str, Any]:
         "failed_query_ids": result["failed_query_ids"],
         "recommendation": {key: result["recommendation"][key] for key in ("rule", "code", "text")},
     }
+    if "adoption" in result:  # a run of several profiles: the decision before the rules
+        normalised["adoption"] = {
+            key: result["adoption"][key] for key in ("profile", "text", "command")
+        }
     rounded: dict[str, Any] = _round(normalised)
     return rounded
 

@@ -1,7 +1,9 @@
 """The deterministic recommendation for the next retrieval investment.
 
 Six rules from the retrieval-evaluation ticket. Rules 1-4 are tried in order and the first
-that applies is the recommendation; rules 5 and 6 are standing guards reported with every
+that applies is the recommendation (rule 2 recommends evaluating the ``semantic`` profile,
+which exists now, instead of building one; a run of several profiles decides first whether
+to adopt one, ``adoption.py``); rules 5 and 6 are standing guards reported with every
 recommendation. They are prioritisation rules for the next change, not release thresholds.
 A rule that reads a category the collection does not have (rules 2 and 3 read the built-in
 suite's categories) is *not applicable*: it is skipped, and the recommendation says so.
@@ -98,14 +100,14 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         2,
-        "portable_semantic_embeddings",
+        "evaluate_semantic_profile",
         lambda e: (gap := _gap(e)) is not None and gap >= RECALL_GAP - 1e-12,
         lambda e: (
             f"semantic_paraphrase Recall@{e.top_k} ({_fmt(e.recall_at_k.get(SEMANTIC))}) is "
             f"{_fmt(_gap(e))} below exact_lexical Recall@{e.top_k} "
-            f"({_fmt(e.recall_at_k.get(LEXICAL))}), at least {RECALL_GAP:.2f}: build portable "
-            "semantic embeddings next (portable derived-index contract and optional semantic "
-            "embedder)."
+            f"({_fmt(e.recall_at_k.get(LEXICAL))}), at least {RECALL_GAP:.2f}: evaluate the "
+            "semantic profile on this collection (--profile default --profile semantic, with "
+            "the semantic extra) and adopt it where the report says it wins."
         ),
         (SEMANTIC, LEXICAL),
     ),

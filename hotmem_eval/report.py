@@ -232,9 +232,11 @@ def render_markdown(result: dict[str, Any]) -> str:
     )
     weights = config["weights"]
     recommendation = result["recommendation"]
+    adoption = result.get("adoption")
     out = [
         "# HotMem retrieval evaluation",
         "",
+        *([f"**{adoption['text']}**", ""] if adoption else []),
         "## Configuration",
         "",
         "| setting | value |",

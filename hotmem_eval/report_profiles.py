@@ -29,7 +29,7 @@ RULE_TARGETS: dict[str, tuple[str, Callable[[Evidence], float | None], tuple[str
         lambda e: e.equivalent_queries / e.total_queries if e.total_queries else None,
         None,
     ),
-    "portable_semantic_embeddings": (
+    "evaluate_semantic_profile": (
         f"the {LEXICAL} - {SEMANTIC} recall@k gap",
         lambda e: (
             None

@@ -51,7 +51,7 @@ CONDITIONS: dict[str, Callable[[Evidence], str]] = {
     "fix_transfer_compatibility": lambda e: (
         f"snapshot/hydrate equivalence below 100% (now {e.equivalent_queries}/{e.total_queries})"
     ),
-    "portable_semantic_embeddings": lambda e: (
+    "evaluate_semantic_profile": lambda e: (
         f"{SEMANTIC} recall@{e.top_k} at least {RECALL_GAP:.2f} below {LEXICAL} "
         f"(now {_gap(e)} below)"
     ),

@@ -20,7 +20,13 @@ from typing import Any
 
 import polars as pl
 
-from hotmem_eval.comparison import COMPARED_METRICS, GROUP_METRICS, compare_profiles
+from hotmem_eval.adoption import adoption_block, decide_adoption
+from hotmem_eval.comparison import (
+    COMPARED_METRICS,
+    COMPARISON_COLUMNS,
+    GROUP_METRICS,
+    compare_profiles,
+)
 from hotmem_eval.errors import EvalError
 from hotmem_eval.evaluate import Ablation, EvalRun
 from hotmem_eval.result import (
@@ -80,6 +86,9 @@ def build_profiles_result(
     ]
     groups = runs[0].fixture.groups.num_rows > 0
     document["comparisons"] = comparison_rows(stacked_per_query(runs), names, groups=groups)
+    frame = pl.DataFrame(document["comparisons"], schema=COMPARISON_COLUMNS)
+    profiles = [run.profile for run in runs]
+    document["adoption"] = adoption_block(decide_adoption(frame, profiles, k=runs[0].top_k))
     if ablation is not None:
         document["ablation"] = {
             "baseline": ablation.baseline.name,

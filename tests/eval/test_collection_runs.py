@@ -92,6 +92,12 @@ def test_a_beir_collection_runs_at_every_cutoff(beir_run: Path) -> None:
     assert "| cutoffs (k) | 10, 100; the tables above are at k = 10 |" in report
     assert "**Every cutoff** (overall)" in report
     assert "**Highest nDCG@10 overall: bm25-only**" in report
+    # 50 queries: bm25-only's gain is not significant, so the first line keeps the baseline
+    assert result["adoption"]["profile"] is None
+    assert report.splitlines()[2] == (
+        "**No profile beats default on nDCG@10 with a Holm-adjusted p below 0.05 without "
+        "losing Recall@10 significantly in a category: keep default.**"
+    )
 
 
 def test_the_trec_runs_score_in_ir_measures_as_in_the_report(beir_run: Path) -> None:

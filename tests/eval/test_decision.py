@@ -37,11 +37,11 @@ def evidence(
         (
             evidence(semantic=0.2, lexical=1.0, duplicate=(40, 40)),
             2,
-            "portable_semantic_embeddings",
+            "evaluate_semantic_profile",
             "semantic_paraphrase Recall@5 (0.200) is 0.800 below exact_lexical Recall@5 (1.000)",
         ),
         # Exactly 15 points below still triggers rule 2 ("at least").
-        (evidence(semantic=0.85, lexical=1.0), 2, "portable_semantic_embeddings", "0.150 below"),
+        (evidence(semantic=0.85, lexical=1.0), 2, "evaluate_semantic_profile", "0.150 below"),
         (
             evidence(semantic=0.86, lexical=1.0, duplicate=(9, 40)),
             3,
@@ -76,11 +76,12 @@ def test_guards_never_recommend_entities_or_learned_rerankers() -> None:
 def test_recommendation_is_the_whole_text_with_its_numbers() -> None:
     assert recommend(evidence(semantic=0.3)) == Recommendation(
         rule=2,
-        code="portable_semantic_embeddings",
+        code="evaluate_semantic_profile",
         text=(
             "semantic_paraphrase Recall@5 (0.300) is 0.700 below exact_lexical Recall@5 (1.000), "
-            "at least 0.15: build portable semantic embeddings next (portable derived-index "
-            "contract and optional semantic embedder)."
+            "at least 0.15: evaluate the semantic profile on this collection (--profile default "
+            "--profile semantic, with the semantic extra) and adopt it where the report says it "
+            "wins."
         ),
         guards=GUARDS,
     )

@@ -86,7 +86,14 @@ def test_the_document_validates_and_names_every_profile(multi: dict) -> None:
     # The top level is the baseline's, so the baseline gate still reads it.
     assert multi["configuration"]["profile"] == hotmem.PROFILES["default"].to_dict()
     assert multi["profiles"][0]["metrics"] == multi["metrics"]
-    assert compare(load_baseline(FIXTURE / "baseline.json"), normalise(multi)).identical
+    # ... and adds the adoption decision, which a baseline of one profile does not have
+    diff = compare(load_baseline(FIXTURE / "baseline.json"), normalise(multi))
+    assert sorted((where, field, old) for where, field, old, _ in diff.changed) == [
+        ("adoption", "command", "(absent)"),
+        ("adoption", "profile", "(absent)"),
+        ("adoption", "text", "(absent)"),
+    ]
+    assert normalise(multi)["adoption"]["profile"] is None  # no candidate is eligible here
 
 
 def test_comparison_rows_have_the_exact_pairs(multi: dict) -> None:

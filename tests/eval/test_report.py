@@ -54,7 +54,7 @@ def test_every_rule_is_listed_with_whether_it_applies(result: dict[str, Any]) ->
     assert table == [
         "| 1 `fix_transfer_compatibility` | snapshot/hydrate equivalence below 100% "
         "(now 98/98) | no |",
-        "| 2 `portable_semantic_embeddings` | semantic_paraphrase recall@5 at least 0.15 below "
+        "| 2 `evaluate_semantic_profile` | semantic_paraphrase recall@5 at least 0.15 below "
         "exact_lexical (now 0.700 below) | **yes: the recommendation** |",
         "| 3 `deterministic_reranking` | near_duplicate_diversity duplicate-slot rate above 0.20 "
         "(now 0.404) | yes (rule 2 comes first) |",

@@ -1,0 +1,161 @@
+"""Whether to adopt a compared profile: the decision that comes before the seed's rules.
+
+With two or more profiles, a candidate is **eligible** when it beats the baseline on the
+objective (the headline metric, nDCG@k at the run's first cutoff, overall) with a
+Holm-adjusted p below ``ALPHA`` (the family: every candidate's overall p-value of the
+objective) and a positive mean difference, and loses Recall@k significantly in no category
+(a category row with a negative difference and a Holm-adjusted p below ``ALPHA``). The
+eligible candidate with the highest objective (ties: the first in the run's order) is the one
+to adopt, with the command that makes it a store's default. Without an eligible candidate the
+seed's rules (``decision.py``) stand alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import polars as pl
+
+import hotmem
+from hotmem_eval.comparison_report import ALPHA
+from hotmem_eval.metric_registry import OVERALL
+from hotmem_eval.paired import holm_adjust
+
+__all__ = ["OBJECTIVE", "Adoption", "Candidate", "adoption_block", "decide_adoption"]
+
+#: The metric a candidate must beat the baseline on (overall, at the run's first cutoff).
+OBJECTIVE: Final = "ndcg_at_k"
+#: The metric a candidate must not lose significantly in any category.
+GUARDED: Final = "recall_at_k"
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One compared profile against the baseline, on the objective."""
+
+    name: str
+    mean: float | None
+    delta: float | None
+    p_value: float | None
+    p_adjusted: float | None
+    recall_losses: tuple[str, ...]
+    eligible: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Adoption:
+    """The decision: ``profile`` to adopt (``None``: none is eligible), why, and how."""
+
+    baseline: str
+    k: int
+    profile: str | None
+    text: str
+    command: str | None
+    candidates: tuple[Candidate, ...]
+
+
+def _command(profile: hotmem.Profile) -> str | None:
+    """The commands that make ``profile`` a store's default, or None for a profile that is not
+    built in (a store keeps only a built-in profile's name)."""
+    if hotmem.PROFILES.get(profile.name) != profile:
+        return None
+    steps = [
+        f"hotmem --db STORE reindex --space {space}"
+        for space in profile.spaces
+        if space != hotmem.MODEL_NAME
+    ]
+    steps.append(f"hotmem --db STORE profiles --set-default {profile.name}")
+    return " && ".join(steps)
+
+
+def _candidates(comparisons: pl.DataFrame, names: Sequence[str]) -> list[Candidate]:
+    overall = comparisons.filter(pl.col("scope") == OVERALL, pl.col("metric") == OBJECTIVE)
+    rows = {row["candidate"]: row for row in overall.iter_rows(named=True)}
+    family = [rows[name]["p_value"] if name in rows else None for name in names]
+    adjusted = holm_adjust(family)
+    losses = comparisons.filter(
+        pl.col("scope") != OVERALL,
+        pl.col("metric") == GUARDED,
+        pl.col("delta") < 0,
+        pl.col("p_adjusted") < ALPHA,
+    )
+    found = []
+    for name, p_adjusted in zip(names, adjusted, strict=True):
+        row = rows.get(name, {})
+        lost = tuple(sorted(losses.filter(pl.col("candidate") == name)["scope"].to_list()))
+        delta = row.get("delta")
+        eligible = (
+            delta is not None and delta > 0 and p_adjusted is not None and p_adjusted < ALPHA
+        ) and not lost
+        found.append(
+            Candidate(
+                name,
+                row.get("candidate_mean"),
+                delta,
+                row.get("p_value"),
+                p_adjusted,
+                lost,
+                eligible,
+            )
+        )
+    return found
+
+
+def decide_adoption(
+    comparisons: pl.DataFrame, profiles: Sequence[hotmem.Profile], *, k: int
+) -> Adoption:
+    """The adoption decision of a run over ``profiles`` (baseline first), from its paired
+    ``comparisons`` (``comparison.compare_profiles``' frame) at cutoff ``k``."""
+    baseline, names = profiles[0].name, [p.name for p in profiles[1:]]
+    candidates = _candidates(comparisons, names)
+    eligible = [c for c in candidates if c.eligible]
+    label = f"nDCG@{k}"
+    if not eligible:
+        return Adoption(
+            baseline,
+            k,
+            None,
+            f"No profile beats {baseline} on {label} with a Holm-adjusted p below {ALPHA} "
+            f"without losing Recall@{k} significantly in a category: keep {baseline}.",
+            None,
+            tuple(candidates),
+        )
+    best = max(eligible, key=lambda c: c.mean if c.mean is not None else float("-inf"))
+    profile = next(p for p in profiles if p.name == best.name)
+    command = _command(profile)
+    how = (
+        f"`{command}`"
+        if command is not None
+        else "search with it (`profile=`): a store can make only a built-in profile its default"
+    )
+    text = (
+        f"Adopt {best.name}: {label} {best.mean:.3f}, {best.delta:+.3f} over {baseline} "
+        f"(Holm-adjusted p = {best.p_adjusted:.2g}), and no category loses Recall@{k} "
+        f"significantly. {how}."
+    )
+    return Adoption(baseline, k, best.name, text, command, tuple(candidates))
+
+
+def adoption_block(adoption: Adoption) -> dict[str, Any]:
+    """The ``adoption`` object of a result document."""
+    return {
+        "objective": f"{OBJECTIVE}@{adoption.k}",
+        "baseline": adoption.baseline,
+        "profile": adoption.profile,
+        "text": adoption.text,
+        "command": adoption.command,
+        "candidates": [
+            {
+                "name": c.name,
+                "mean": c.mean,
+                "delta": c.delta,
+                "p_value": c.p_value,
+                "p_adjusted": c.p_adjusted,
+                "recall_losses": list(c.recall_losses),
+                "eligible": c.eligible,
+            }
+            for c in adoption.candidates
+        ],
+    }
