@@ -6,12 +6,14 @@ Holm-adjusted p below ``ALPHA`` (the family: every candidate's overall p-value o
 objective) and a positive mean difference, and loses Recall@k significantly in no category
 (a category row with a negative difference and a Holm-adjusted p below ``ALPHA``). The
 eligible candidate with the highest objective (ties: the first in the run's order) is the one
-to adopt, with the command that makes it a store's default. Without an eligible candidate the
+to adopt, with the command that makes it a store's default (a profile of one's own is
+imported from the run's ``--profiles`` file first). Without an eligible candidate the
 seed's rules (``decision.py``) stand alone.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -56,17 +58,20 @@ class Adoption:
     candidates: tuple[Candidate, ...]
 
 
-def _command(profile: hotmem.Profile) -> str | None:
-    """The commands that make ``profile`` a store's default, or None for a profile that is not
-    built in (a store keeps only a built-in profile's name)."""
-    if hotmem.PROFILES.get(profile.name) != profile:
+def _command(profile: hotmem.Profile, profiles_file: str | None) -> str | None:
+    """The commands that make ``profile`` a store's default: a built-in by its name, a profile
+    of one's own imported from ``profiles_file`` (the run's ``--profiles``; None: a profile
+    given in Python, which has no file to import, so no command)."""
+    built_in = hotmem.PROFILES.get(profile.name) == profile
+    if not built_in and profiles_file is None:
         return None
     steps = [
         f"hotmem --db STORE reindex --space {space}"
         for space in profile.spaces
         if space != hotmem.MODEL_NAME
     ]
-    steps.append(f"hotmem --db STORE profiles --set-default {profile.name}")
+    source = "" if built_in else f"--import {shlex.quote(profiles_file or '')} "
+    steps.append(f"hotmem --db STORE profiles {source}--set-default {profile.name}")
     return " && ".join(steps)
 
 
@@ -104,10 +109,15 @@ def _candidates(comparisons: pl.DataFrame, names: Sequence[str]) -> list[Candida
 
 
 def decide_adoption(
-    comparisons: pl.DataFrame, profiles: Sequence[hotmem.Profile], *, k: int
+    comparisons: pl.DataFrame,
+    profiles: Sequence[hotmem.Profile],
+    *,
+    k: int,
+    profiles_file: str | None = None,
 ) -> Adoption:
     """The adoption decision of a run over ``profiles`` (baseline first), from its paired
-    ``comparisons`` (``comparison.compare_profiles``' frame) at cutoff ``k``."""
+    ``comparisons`` (``comparison.compare_profiles``' frame) at cutoff ``k``; a profile of
+    one's own is imported from ``profiles_file`` (the run's ``--profiles``)."""
     baseline, names = profiles[0].name, [p.name for p in profiles[1:]]
     candidates = _candidates(comparisons, names)
     eligible = [c for c in candidates if c.eligible]
@@ -124,11 +134,12 @@ def decide_adoption(
         )
     best = max(eligible, key=lambda c: c.mean if c.mean is not None else float("-inf"))
     profile = next(p for p in profiles if p.name == best.name)
-    command = _command(profile)
+    command = _command(profile, profiles_file)
     how = (
         f"`{command}`"
         if command is not None
-        else "search with it (`profile=`): a store can make only a built-in profile its default"
+        else "search with it (`profile=`), or write it in a TOML file for `hotmem profiles "
+        "--import`"
     )
     text = (
         f"Adopt {best.name}: {label} {best.mean:.3f}, {best.delta:+.3f} over {baseline} "

@@ -232,7 +232,13 @@ def _evaluated(args: argparse.Namespace) -> tuple[dict[str, Any], Sequence[EvalR
     generated_at, commit = datetime.now(UTC), git_commit()
     if len(runs) == 1:
         return build_result(runs[0], generated_at=generated_at, git_commit=commit), runs
-    result = build_profiles_result(runs, ablation, generated_at=generated_at, git_commit=commit)
+    result = build_profiles_result(
+        runs,
+        ablation,
+        generated_at=generated_at,
+        git_commit=commit,
+        profiles_file=None if args.profiles is None else str(args.profiles),
+    )
     return result, runs
 
 

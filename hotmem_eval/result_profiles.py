@@ -61,8 +61,10 @@ def build_profiles_result(
     *,
     generated_at: datetime,
     git_commit: str | None,
+    profiles_file: str | None = None,
 ) -> dict[str, Any]:
-    """The JSON document of a run over two or more profiles (see the module docstring).
+    """The JSON document of a run over two or more profiles (see the module docstring);
+    ``profiles_file``, the run's ``--profiles``, is what the adoption command imports.
 
     Raises:
         EvalError: fewer than two runs, or two with one name.
@@ -88,7 +90,8 @@ def build_profiles_result(
     document["comparisons"] = comparison_rows(stacked_per_query(runs), names, groups=groups)
     frame = pl.DataFrame(document["comparisons"], schema=COMPARISON_COLUMNS)
     profiles = [run.profile for run in runs]
-    document["adoption"] = adoption_block(decide_adoption(frame, profiles, k=runs[0].top_k))
+    decision = decide_adoption(frame, profiles, k=runs[0].top_k, profiles_file=profiles_file)
+    document["adoption"] = adoption_block(decision)
     if ablation is not None:
         document["ablation"] = {
             "baseline": ablation.baseline.name,

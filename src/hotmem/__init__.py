@@ -65,8 +65,9 @@ _ORIGINS = {
         "LexicalChannel",
         "Profile",
         "VectorChannel",
-        "set_default_profile",
     ),
+    "hotmem.retrieval.kept_profiles": ("import_profile", "set_default_profile"),
+    "hotmem.retrieval.profile_files": ("read_profiles",),
     "hotmem.retrieval.request": ("MAX_LIMIT", "SearchRequest"),
     "hotmem.retrieval.rerank": ("MMR",),
     "hotmem.retrieval.results": ("Explanation", "ScoreComponents", "SearchResult"),
@@ -124,13 +125,14 @@ if _typing.TYPE_CHECKING:
     from hotmem.retrieval.diagnosis import VERDICTS, Diagnosis, Verdict, diagnose, diagnose_many
     from hotmem.retrieval.examine import explain
     from hotmem.retrieval.fusion import MIN_SIMILARITY, WEIGHTS, Weights
+    from hotmem.retrieval.kept_profiles import import_profile, set_default_profile
+    from hotmem.retrieval.profile_files import read_profiles
     from hotmem.retrieval.profiles import (
         DEFAULT_PROFILE,
         PROFILES,
         LexicalChannel,
         Profile,
         VectorChannel,
-        set_default_profile,
     )
     from hotmem.retrieval.request import MAX_LIMIT, SearchRequest
     from hotmem.retrieval.rerank import MMR
@@ -216,9 +218,11 @@ __all__ = [
     "format_timestamp",
     "get_embedder",
     "hydrate",
+    "import_profile",
     "open_store",
     "parse_timestamp",
     "read_jsonl",
+    "read_profiles",
     "search_memories",
     "set_default_profile",
     "system_clock",

@@ -113,11 +113,14 @@ def test_a_loss_is_never_adopted() -> None:
     assert decide_adoption(comparisons, PROFILES[:2], k=10).profile is None
 
 
-def test_a_profile_of_ones_own_is_searched_with_not_stored() -> None:
+def test_a_profile_of_ones_own_is_imported_from_the_runs_file() -> None:
     mine = hotmem.Profile("mine", lexical=hotmem.LexicalChannel(weight=1.0), importance=0.0)
     comparisons = _frame(_row("mine", "overall", "ndcg_at_k", 0.7, 0.1, 0.001))
+    adoption = decide_adoption(comparisons, [PROFILES[0], mine], k=10, profiles_file="my p.toml")
+    assert adoption.command == "hotmem --db STORE profiles --import 'my p.toml' --set-default mine"
+    # given in Python, without a file, it has no command
     adoption = decide_adoption(comparisons, [PROFILES[0], mine], k=10)
     assert (adoption.profile, adoption.command) == ("mine", None)
     assert adoption.text.endswith(
-        "search with it (`profile=`): a store can make only a built-in profile its default."
+        "search with it (`profile=`), or write it in a TOML file for `hotmem profiles --import`."
     )

@@ -102,7 +102,8 @@ def test_an_unknown_profile_name_lists_the_known_ones(example: hotmem.MemoryStor
         hotmem.search_memories(example, QUERY, profile="semantik")
     assert str(caught.value) == (
         "unknown profile 'semantik'; expected one of default, cosine-only, bm25-only, rrf, "
-        "default+mmr, semantic, semantic-only, semantic+mmr or a hotmem.Profile"
+        "default+mmr, semantic, semantic-only, semantic+mmr (built-in or kept in the store: "
+        "hotmem profiles --import FILE) or a hotmem.Profile"
     )
 
 

@@ -221,9 +221,8 @@ def _ranking_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=limit_value, default=5, help="number of results (default 5)")
     p.add_argument(
         "--profile",
-        choices=tuple(PROFILES),
         metavar="NAME",
-        help=f"the retrieval profile: one of {', '.join(PROFILES)} "
+        help=f"the retrieval profile: one of {', '.join(PROFILES)} or one the store keeps "
         "(default: the store's default profile, see hotmem profiles; the semantic ones need "
         "the store's semantic space: hotmem reindex --space all-minilm-l6-v2)",
     )

@@ -1,11 +1,14 @@
-"""The ``hotmem profiles`` command: the built-in retrieval profiles and the store's default."""
+"""The ``hotmem profiles`` command: the retrieval profiles (built-in, and those the store
+keeps), the store's default, and importing profiles of one's own from a TOML file."""
 
 from __future__ import annotations
 
 import argparse
 
 from hotmem.cli.support import db_path, existing_store, print_json
-from hotmem.retrieval.profiles import PROFILES, Profile, set_default_profile
+from hotmem.retrieval.kept_profiles import import_profile, kept_profiles, set_default_profile
+from hotmem.retrieval.profile_files import read_profiles
+from hotmem.retrieval.profiles import PROFILES, Profile
 
 __all__ = ["cmd_profiles", "configure_profiles", "profile_summary"]
 
@@ -34,25 +37,36 @@ def profile_summary(profile: Profile) -> str:
 
 def cmd_profiles(args: argparse.Namespace) -> int:
     default: str | None = None
-    if args.set_default is not None:
+    kept: dict[str, Profile] = {}
+    imported = read_profiles(args.import_file) if args.import_file is not None else ()
+    if imported or args.set_default is not None:
         with existing_store(args) as store:
-            set_default_profile(store, args.set_default)
-            default = store.default_profile
-    elif db_path(args).exists():  # the store's default, when there is a store
+            for profile in imported:
+                import_profile(store, profile)
+            if args.set_default is not None:
+                set_default_profile(store, args.set_default)
+            default, kept = store.default_profile, kept_profiles(store)
+    elif db_path(args).exists():  # the store's default and kept profiles, when there is one
         with existing_store(args) as store:
-            default = store.default_profile
+            default, kept = store.default_profile, kept_profiles(store)
+    every = {**PROFILES, **kept}
     if args.json:
         print_json(
             {
                 "default": default,
                 "profiles": [profile.to_dict() for profile in PROFILES.values()],
+                "kept": [profile.to_dict() for profile in kept.values()],
             }
         )
         return EXIT_OK
-    width = max(map(len, PROFILES))
-    for name, profile in PROFILES.items():
+    if imported:
+        names = ", ".join(profile.name for profile in imported)
+        print(f"imported {len(imported)} profile{'s' * (len(imported) != 1)}: {names}")
+    width = max(map(len, every))
+    for name, profile in every.items():
         mark = "*" if name == default else " "
-        print(f"{mark} {name:<{width}}  {profile_summary(profile)}")
+        where = "  (kept in the store)" if name in kept else ""
+        print(f"{mark} {name:<{width}}  {profile_summary(profile)}{where}")
     if default is not None:
         print("(* the store's default profile)")
     return EXIT_OK
@@ -60,9 +74,16 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 
 def configure_profiles(p: argparse.ArgumentParser) -> None:
     p.add_argument(
+        "--import",
+        dest="import_file",
+        metavar="FILE",
+        help="keep the profiles of a TOML file in the store, one [name] table each "
+        "(docs/profiles.md); the store must exist",
+    )
+    p.add_argument(
         "--set-default",
-        choices=tuple(PROFILES),
         metavar="NAME",
-        help="make NAME the store's default profile (the store must exist)",
+        help="make NAME, a built-in profile or one the store keeps, the store's default "
+        "(after --import, when both are given; the store must exist)",
     )
     p.add_argument("--json", action="store_true", help="print the profiles as JSON")

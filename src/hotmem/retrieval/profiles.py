@@ -47,7 +47,7 @@ from hotmem.retrieval.fusion import WEIGHTS, Weights
 from hotmem.retrieval.rerank import MMR, Reranker, reranker_from_mapping
 
 if TYPE_CHECKING:
-    from hotmem.store.memory_store import MemoryStore
+    pass
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -61,7 +61,6 @@ __all__ = [
     "VectorChannel",
     "customised",
     "resolve_profile",
-    "set_default_profile",
 ]
 
 Fusion = Literal["weighted", "rrf"]
@@ -345,17 +344,3 @@ def resolve_profile(profile: str | Profile | None, *, default: str = DEFAULT_PRO
             "or a hotmem.Profile"
         )
     return PROFILES[profile]
-
-
-def set_default_profile(store: MemoryStore, name: str) -> None:
-    """Make the built-in profile ``name`` (``hotmem.PROFILES``) the default of ``store``: the
-    profile its searches run when they name none (``store.default_profile``).
-
-    Raises:
-        ValidationError: no built-in profile has this name, or the profile needs a vector
-            space the store does not have (the message says how to build it).
-        StoreError: the store cannot be written.
-    """
-    if not isinstance(name, str):
-        raise ValidationError(f"a default profile is named by a string; found {name!r}")
-    store.record_default_profile(name, resolve_profile(name).spaces)

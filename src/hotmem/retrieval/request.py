@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from hotmem.errors import ValidationError
 from hotmem.fields import lookup_text, unicode_breach
 from hotmem.retrieval.fusion import Weights
-from hotmem.retrieval.profiles import Profile, customised, resolve_profile
+from hotmem.retrieval.kept_profiles import resolve_in
+from hotmem.retrieval.profiles import Profile, customised
 from hotmem.store.memory_store import MemoryStore
 
 __all__ = ["MAX_LIMIT", "SearchRequest"]
@@ -72,7 +73,7 @@ class SearchRequest:
                 space the store does not have (the message says how to build it).
         """
         chosen = customised(
-            resolve_profile(self.profile, default=store.default_profile),
+            resolve_in(store, self.profile, default=store.default_profile),
             min_similarity=self.min_similarity,
             weights=self.weights,
         )

@@ -1,9 +1,12 @@
-"""A store's settings: which profile its searches run when they name none.
+"""A store's settings: which profile its searches run when they name none, and the profiles
+of its own it keeps.
 
-The store keeps the profile's name and the vector spaces it searches, not the profile: the
-profiles are ``hotmem.retrieval``'s, which checks a name before recording it
+The store keeps the default profile's name and the vector spaces it searches: the profiles
+are ``hotmem.retrieval``'s, which checks a name before recording it
 (``hotmem.set_default_profile``). The spaces are kept so that a space the default profile
-searches is not dropped (``MemoryStore.drop_space``).
+searches is not dropped (``MemoryStore.drop_space``). A profile imported into the store
+(``hotmem.import_profile``) is kept as the JSON of its fields under ``profile:NAME``;
+``hotmem.retrieval`` reads it back and checks it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,11 @@ __all__ = ["DEFAULT_PROFILE", "Settings"]
 
 _DEFAULT_PROFILE_SQL = "SELECT value FROM hotmem_meta WHERE key = 'default_profile'"
 _DEFAULT_SPACES_SQL = "SELECT value FROM hotmem_meta WHERE key = 'default_profile_spaces'"
+_PROFILE_KEY = "profile:"
+_KEPT_SQL = (
+    "SELECT substr(key, 9), value FROM hotmem_meta "
+    "WHERE substr(key, 1, 8) = 'profile:' ORDER BY key"
+)
 #: The profile a store searches with until another is made its default.
 DEFAULT_PROFILE = "default"
 
@@ -80,4 +88,28 @@ class Settings:
                     ("default_profile", name),
                     ("default_profile_spaces", json.dumps(list(spaces))),
                 ),
+            )
+
+    def kept_profiles(self) -> dict[str, str]:
+        """The profiles imported into this store: name -> the JSON text of its fields, by
+        name.
+
+        Raises:
+            StoreError: the store cannot be read.
+        """
+        with self.reading() as connection:
+            rows = connection.execute(_KEPT_SQL).fetchall()
+        return {str(name): str(value) for name, value in rows}
+
+    def record_profile(self, name: str, document: str) -> None:
+        """Keep the profile ``name`` (the JSON text of its fields), replacing one of that name.
+        ``hotmem.import_profile`` checks the profile and calls this.
+
+        Raises:
+            StoreError: the store cannot be written.
+        """
+        with self._writing() as connection:
+            connection.execute(
+                "INSERT OR REPLACE INTO hotmem_meta (key, value) VALUES (?, ?)",
+                (_PROFILE_KEY + name, document),
             )
