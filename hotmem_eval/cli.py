@@ -344,6 +344,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             query_args = parser.parse_intermixed_args(arguments[1:])
             _require_the_extra()
             return _query(query_args, parser)
+        if arguments[:1] == ["tune"]:
+            from hotmem_eval.tune_cli import run_tune, tune_parser
+
+            tune_args = tune_parser().parse_args(arguments[1:])
+            _require_the_extra()
+            return run_tune(tune_args)
         if arguments[:1] == ["compare"]:
             compare_args = compare_parser().parse_args(arguments[1:])
             _require_the_extra()

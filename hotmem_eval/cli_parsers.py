@@ -1,4 +1,5 @@
-"""The argument parsers of ``hotmem-eval``: ``run`` (the default), ``query`` and ``compare``."""
+"""The argument parsers of ``hotmem-eval``: ``run`` (the default), ``query`` and ``compare``
+(``tune``'s is in ``tune_cli``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ COMMANDS_HELP = """commands:
   run     evaluate retrieval on a fixture (the default: 'hotmem-eval' alone runs it)
   query   run SQL over exported runs: 'hotmem-eval query DIR [DIR ...] SQL' (query --help)
   compare compare two exported runs: 'hotmem-eval compare RUN_A RUN_B' (compare --help)
+  tune    choose a profile for a collection by cross-validation (tune --help)
 """
 
 
@@ -31,7 +33,8 @@ def run_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hotmem-eval",
         usage="%(prog)s [run] [options]\n       %(prog)s query DIR [DIR ...] SQL [options]"
-        "\n       %(prog)s compare RUN_A RUN_B",
+        "\n       %(prog)s compare RUN_A RUN_B"
+        "\n       %(prog)s tune --collection DIR [options]",
         description="Evaluate HotMem retrieval on a fixture: metrics, failure reasons,\n"
         "transfer invariance, timings and a recommendation.\n\n" + COMMANDS_HELP,
         epilog="docs/retrieval-quality.md explains the report, the outputs and the exit codes.",

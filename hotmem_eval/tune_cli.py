@@ -1,0 +1,261 @@
+"""``hotmem-eval tune``: choose a profile for a collection by cross-validation, and write it.
+
+The collection is read as ``hotmem-eval --collection`` reads it and ingested once (or its
+store reused, ``--store``); the channel table (``channel_frame``) is computed once for the
+spaces given; every candidate of the search space (``search_space``) is fused from it and
+scored; ``tuning.tune`` chooses by k-fold cross-validation and compares the out-of-fold
+rankings with ``default`` and the single channels. The outputs: a Markdown report (stdout
+unless ``--report``), a JSON document (``--output``), and the chosen profile as a TOML table
+(``--write-profile``) that ``--profiles`` and ``hotmem profiles --import`` read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Final
+
+import hotmem
+from hotmem.cli import write_stdout
+from hotmem_eval.channel_frame import channel_table
+from hotmem_eval.collection import load_collection
+from hotmem_eval.comparison_report import render_comparison_table
+from hotmem_eval.errors import UsageError
+from hotmem_eval.fixtures import Fixture
+from hotmem_eval.ingest import kept_store, open_fixture_store
+from hotmem_eval.outputs import write_text
+from hotmem_eval.search_space import DEFAULT_SPACE, candidates, read_search_space
+from hotmem_eval.tuning import OUT_OF_FOLD, Tuned, tune
+
+__all__ = ["OBJECTIVES", "profile_toml", "run_tune", "tune_parser"]
+
+#: ``--objective`` names -> the registry's metric.
+OBJECTIVES: Final = {
+    "ndcg": "ndcg_at_k",
+    "recall": "recall_at_k",
+    "mrr": "mrr_at_k",
+    "p": "precision_at_k",
+    "precision": "precision_at_k",
+    "ap": "ap_at_k",
+    "map": "ap_at_k",
+}
+#: The labels of the objective in the report.
+_LABELS: Final = {
+    "ndcg_at_k": "nDCG",
+    "recall_at_k": "R",
+    "mrr_at_k": "MRR",
+    "precision_at_k": "P",
+    "ap_at_k": "AP",
+}
+
+
+def _objective(text: str) -> tuple[str, int]:
+    name, _, cutoff = text.lower().partition("@")
+    if name not in OBJECTIVES or not cutoff.isdigit() or not 1 <= int(cutoff) <= 10_000:
+        raise argparse.ArgumentTypeError(
+            f"expected METRIC@K with METRIC one of {', '.join(OBJECTIVES)} and K in 1..10000, "
+            f"found {text!r}"
+        )
+    return OBJECTIVES[name], int(cutoff)
+
+
+def tune_parser() -> argparse.ArgumentParser:
+    """The parser of ``hotmem-eval tune``."""
+    p = argparse.ArgumentParser(
+        prog="hotmem-eval tune",
+        description="Choose a retrieval profile for a collection by k-fold cross-validation "
+        "over a search space, report its out-of-fold figures, and write it as a TOML table "
+        "(docs/collections.md#tuning-a-profile).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--collection", type=Path, required=True, metavar="DIR", help="the collection")
+    p.add_argument("--format", default="auto", choices=("auto", "native", "beir", "trec"))
+    p.add_argument("--split", default="test", metavar="NAME", help="the BEIR qrels split")
+    p.add_argument("--relevant-grade", type=int, metavar="N", help="the collection's rule if unset")
+    p.add_argument(
+        "--spaces",
+        default=hotmem.MODEL_NAME,
+        metavar="LIST",
+        help="comma-separated vector spaces the candidates may search",
+    )
+    p.add_argument(
+        "--objective",
+        type=_objective,
+        default="ndcg@10",
+        metavar="METRIC@K",
+        help=f"what to maximise ({', '.join(OBJECTIVES)} at a cutoff)",
+    )
+    p.add_argument(
+        "--search-space",
+        type=Path,
+        metavar="FILE",
+        help="a TOML search space (default: 96 weighted profiles over each space given)",
+    )
+    p.add_argument("--folds", type=int, default=5, metavar="N", help="cross-validation folds")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="the folds' seed")
+    p.add_argument("--store", type=Path, metavar="PATH", help="keep the ingested store here")
+    p.add_argument("--name", default="tuned", help="the written profile's name")
+    p.add_argument("--write-profile", type=Path, metavar="FILE", help="write the profile here")
+    p.add_argument("--report", type=Path, metavar="FILE", help="write the report here")
+    p.add_argument("--output", type=Path, metavar="FILE", help="write the JSON result here")
+    return p
+
+
+def _value(value: object) -> str:
+    if isinstance(value, dict):
+        return (
+            "{ " + ", ".join(f"{k} = {_value(v)}" for k, v in value.items() if v is not None) + " }"
+        )
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    return repr(value)
+
+
+def profile_toml(profile: hotmem.Profile, name: str) -> str:
+    """``profile`` as one TOML table named ``name`` (a missing channel ``false``)."""
+    lines = [f"[{json.dumps(name)}]"]
+    for key, value in profile.to_dict().items():
+        if key == "name" or (key == "reranker" and value is None):
+            continue
+        lines.append(f"{key} = {'false' if value is None else _value(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _baselines(spaces: list[str]) -> list[hotmem.Profile]:
+    names = ["default", "bm25-only", "cosine-only"]
+    if hotmem.SEMANTIC_MODEL in spaces:
+        names += ["semantic", "semantic-only"]
+    return [
+        hotmem.PROFILES[name] for name in names if set(hotmem.PROFILES[name].spaces) <= set(spaces)
+    ]
+
+
+def _report(tuned: Tuned, args: argparse.Namespace, fixture: Fixture, toml: str) -> str:
+    metric, k = args.objective
+    label = f"{_LABELS[metric]}@{k}"
+    low, high = tuned.out_of_fold_ci
+    out = [
+        "# HotMem profile tuning",
+        "",
+        f"**{args.name}: {label} {tuned.out_of_fold_mean:.3f} out of fold (95% CI {low:.3f} to "
+        f"{high:.3f}), {tuned.chosen_mean:.3f} in sample**, chosen among {tuned.candidates} "
+        f"candidates by {args.folds}-fold cross-validation (seed {args.seed}) over "
+        f"{fixture.queries.num_rows} queries of {args.collection}.",
+        "",
+        "```toml",
+        toml.rstrip(),
+        "```",
+        "",
+        "## Folds",
+        "",
+        "Each fold's choice, made on the other folds (training), scored on its own queries "
+        "(out of fold): the gap is how much a choice flatters itself.",
+        "",
+        f"| fold | queries | chosen | training {label} | out-of-fold {label} |",
+        "|---:|---:|---|---:|---:|",
+        *(
+            f"| {f.fold + 1} | {f.queries} | {f.chosen} | {f.training:.3f} | {f.out_of_fold:.3f} |"
+            for f in tuned.folds
+        ),
+        "",
+        "## Out-of-fold rankings against the built-in profiles",
+        "",
+        f"`{OUT_OF_FOLD}` is each query ranked by the profile its fold chose without it.",
+        "",
+        render_comparison_table(tuned.comparisons, k=k),
+    ]
+    return "\n".join(out)
+
+
+def _document(tuned: Tuned, args: argparse.Namespace) -> dict[str, Any]:
+    metric, k = args.objective
+    return {
+        "objective": {"metric": metric, "k": k},
+        "folds": args.folds,
+        "seed": args.seed,
+        "candidates": tuned.candidates,
+        "chosen": {**tuned.chosen.to_dict(), "name": args.name},
+        "in_sample": tuned.chosen_mean,
+        "out_of_fold": {"mean": tuned.out_of_fold_mean, "ci": list(tuned.out_of_fold_ci)},
+        "by_fold": [
+            {
+                "fold": f.fold + 1,
+                "queries": f.queries,
+                "chosen": f.chosen,
+                "training": f.training,
+                "out_of_fold": f.out_of_fold,
+            }
+            for f in tuned.folds
+        ],
+        "comparisons": tuned.comparisons.to_dicts(),
+    }
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    """Run ``hotmem-eval tune``; the exit code.
+
+    Raises:
+        UsageError, FixtureError, EvalError: as the run's (exit 2 for the first two).
+    """
+    spaces = [s.strip() for s in args.spaces.split(",") if s.strip()]
+    unknown = [s for s in spaces if s not in hotmem.EMBEDDERS]
+    if not spaces or unknown or len(set(spaces)) != len(spaces):
+        raise UsageError(
+            f"--spaces: expected distinct spaces of {', '.join(hotmem.EMBEDDERS)}, "
+            f"found {args.spaces!r}"
+        )
+    if args.folds < 2:
+        raise UsageError(f"--folds: expected 2 or more, found {args.folds}")
+    grid = (
+        read_search_space(args.search_space)
+        if args.search_space
+        else {**DEFAULT_SPACE, "vector_space": spaces}
+    )
+    pool = candidates(grid, source=str(args.search_space or "the default search space"))
+    outside = sorted({s for p in pool for s in p.spaces} - set(spaces))
+    if outside:
+        raise UsageError(f"the search space searches {', '.join(outside)}, not in --spaces")
+    fixture = load_collection(
+        args.collection, format=args.format, split=args.split, relevant_grade=args.relevant_grade
+    )
+    baselines = _baselines(spaces)
+    floors = [p.vector.floor for p in (*pool, *baselines) if p.vector is not None]
+    min_cosine = min(floors, default=1.0)
+    metric, k = args.objective
+    models = [s for s in spaces if s != hotmem.MODEL_NAME]
+    with tempfile.TemporaryDirectory(prefix="hotmem-eval-tune-") as workdir:
+        if args.store is None:
+            store = open_fixture_store(Path(workdir) / "tune.db", fixture.corpus, spaces=models)
+        else:
+            store, _ = kept_store(args.store, fixture.corpus, spaces=models)
+        with store:
+            table = channel_table(store, fixture.queries, spaces=spaces, min_cosine=min_cosine)
+    tuned = tune(
+        table,
+        fixture,
+        pool,
+        objective=metric,
+        k=k,
+        folds=args.folds,
+        seed=args.seed,
+        baselines=baselines,
+    )
+    toml = profile_toml(tuned.chosen, args.name)
+    report = _report(tuned, args, fixture, toml)
+    if args.write_profile:
+        write_text(args.write_profile, toml)
+    if args.output:
+        text = json.dumps(_document(tuned, args), indent=2, sort_keys=True, allow_nan=False)
+        write_text(args.output, text + "\n")
+    if args.report:
+        write_text(args.report, report)
+    if not args.report:
+        write_stdout(report)
+    if not (args.write_profile or args.output):
+        print("hotmem-eval tune: --write-profile FILE keeps the profile", file=sys.stderr)
+    return 0
