@@ -25,10 +25,18 @@ from hotmem_eval.comparison_report import ALPHA
 from hotmem_eval.metric_registry import OVERALL
 from hotmem_eval.paired import holm_adjust
 
-__all__ = ["OBJECTIVE", "Adoption", "Candidate", "adoption_block", "decide_adoption"]
+__all__ = ["LABELS", "OBJECTIVE", "Adoption", "Candidate", "adoption_block", "decide_adoption"]
 
 #: The metric a candidate must beat the baseline on (overall, at the run's first cutoff).
 OBJECTIVE: Final = "ndcg_at_k"
+#: How the report names an objective.
+LABELS: Final = {
+    "ndcg_at_k": "nDCG",
+    "recall_at_k": "R",
+    "mrr_at_k": "MRR",
+    "precision_at_k": "P",
+    "ap_at_k": "AP",
+}
 #: The metric a candidate must not lose significantly in any category.
 GUARDED: Final = "recall_at_k"
 
@@ -52,6 +60,7 @@ class Adoption:
 
     baseline: str
     k: int
+    objective: str
     profile: str | None
     text: str
     command: str | None
@@ -75,8 +84,8 @@ def _command(profile: hotmem.Profile, profiles_file: str | None) -> str | None:
     return " && ".join(steps)
 
 
-def _candidates(comparisons: pl.DataFrame, names: Sequence[str]) -> list[Candidate]:
-    overall = comparisons.filter(pl.col("scope") == OVERALL, pl.col("metric") == OBJECTIVE)
+def _candidates(comparisons: pl.DataFrame, names: Sequence[str], objective: str) -> list[Candidate]:
+    overall = comparisons.filter(pl.col("scope") == OVERALL, pl.col("metric") == objective)
     rows = {row["candidate"]: row for row in overall.iter_rows(named=True)}
     family = [rows[name]["p_value"] if name in rows else None for name in names]
     adjusted = holm_adjust(family)
@@ -114,18 +123,21 @@ def decide_adoption(
     *,
     k: int,
     profiles_file: str | None = None,
+    objective: str = OBJECTIVE,
 ) -> Adoption:
     """The adoption decision of a run over ``profiles`` (baseline first), from its paired
     ``comparisons`` (``comparison.compare_profiles``' frame) at cutoff ``k``; a profile of
-    one's own is imported from ``profiles_file`` (the run's ``--profiles``)."""
+    one's own is imported from ``profiles_file`` (the run's ``--profiles``). ``objective`` is
+    the metric to beat (``hotmem-eval tune``'s; nDCG@k otherwise)."""
     baseline, names = profiles[0].name, [p.name for p in profiles[1:]]
-    candidates = _candidates(comparisons, names)
+    candidates = _candidates(comparisons, names, objective)
     eligible = [c for c in candidates if c.eligible]
-    label = f"nDCG@{k}"
+    label = f"{LABELS.get(objective, objective)}@{k}"
     if not eligible:
         return Adoption(
             baseline,
             k,
+            objective,
             None,
             f"No profile beats {baseline} on {label} with a Holm-adjusted p below {ALPHA} "
             f"without losing Recall@{k} significantly in a category: keep {baseline}.",
@@ -146,13 +158,13 @@ def decide_adoption(
         f"(Holm-adjusted p = {best.p_adjusted:.2g}), and no category loses Recall@{k} "
         f"significantly. {how}."
     )
-    return Adoption(baseline, k, best.name, text, command, tuple(candidates))
+    return Adoption(baseline, k, objective, best.name, text, command, tuple(candidates))
 
 
 def adoption_block(adoption: Adoption) -> dict[str, Any]:
     """The ``adoption`` object of a result document."""
     return {
-        "objective": f"{OBJECTIVE}@{adoption.k}",
+        "objective": f"{adoption.objective}@{adoption.k}",
         "baseline": adoption.baseline,
         "profile": adoption.profile,
         "text": adoption.text,

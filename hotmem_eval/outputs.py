@@ -127,6 +127,11 @@ def write_text(path: Path, text: str) -> None:
     atomic_write(path, lambda target: _write_utf8(target, text))
 
 
+def write_parquet(path: Path, table: pa.Table) -> None:
+    """Write an Arrow table to Parquet atomically (its schema metadata kept)."""
+    atomic_write(path, lambda target: _write_parquet(table, target))
+
+
 def _write_utf8(target: Path, text: str) -> None:
     target.write_text(text, encoding="utf-8")
 

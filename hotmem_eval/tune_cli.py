@@ -18,15 +18,18 @@ import tempfile
 from pathlib import Path
 from typing import Any, Final
 
+import polars as pl
+
 import hotmem
 from hotmem.cli import write_stdout
+from hotmem_eval.adoption import LABELS, Adoption, decide_adoption
 from hotmem_eval.channel_frame import channel_table
 from hotmem_eval.collection import load_collection
 from hotmem_eval.comparison_report import render_comparison_table
 from hotmem_eval.errors import UsageError
 from hotmem_eval.fixtures import Fixture
 from hotmem_eval.ingest import kept_store, open_fixture_store
-from hotmem_eval.outputs import write_text
+from hotmem_eval.outputs import write_parquet, write_text
 from hotmem_eval.search_space import DEFAULT_SPACE, candidates, read_search_space
 from hotmem_eval.tuning import OUT_OF_FOLD, Tuned, tune
 
@@ -41,14 +44,6 @@ OBJECTIVES: Final = {
     "precision": "precision_at_k",
     "ap": "ap_at_k",
     "map": "ap_at_k",
-}
-#: The labels of the objective in the report.
-_LABELS: Final = {
-    "ndcg_at_k": "nDCG",
-    "recall_at_k": "R",
-    "mrr_at_k": "MRR",
-    "precision_at_k": "P",
-    "ap_at_k": "AP",
 }
 
 
@@ -101,6 +96,13 @@ def tune_parser() -> argparse.ArgumentParser:
     p.add_argument("--write-profile", type=Path, metavar="FILE", help="write the profile here")
     p.add_argument("--report", type=Path, metavar="FILE", help="write the report here")
     p.add_argument("--output", type=Path, metavar="FILE", help="write the JSON result here")
+    p.add_argument(
+        "--export-dir",
+        type=Path,
+        metavar="DIR",
+        help="write the channel table (channels.parquet) and every per-query metric of the "
+        "out-of-fold rankings and the baselines (per_query_metrics.parquet) here",
+    )
     return p
 
 
@@ -135,12 +137,33 @@ def _baselines(spaces: list[str]) -> list[hotmem.Profile]:
     ]
 
 
-def _report(tuned: Tuned, args: argparse.Namespace, fixture: Fixture, toml: str) -> str:
+def _adoption(tuned: Tuned, args: argparse.Namespace) -> Adoption:
+    """Whether to adopt the tuned profile: its out-of-fold rankings against ``default``, by
+    the adoption rule of a run (``adoption.py``) on the objective."""
     metric, k = args.objective
-    label = f"{_LABELS[metric]}@{k}"
+    against = tuned.comparisons.filter(pl.col("baseline") == "default").with_columns(
+        candidate=pl.lit(args.name)
+    )
+    fields = {key: value for key, value in tuned.chosen.to_dict().items() if key != "name"}
+    return decide_adoption(
+        against,
+        [hotmem.PROFILES["default"], hotmem.Profile.from_mapping(args.name, fields)],
+        k=k,
+        objective=metric,
+        profiles_file=str(args.write_profile or "FILE.toml"),
+    )
+
+
+def _report(
+    tuned: Tuned, args: argparse.Namespace, fixture: Fixture, toml: str, adoption: Adoption
+) -> str:
+    metric, k = args.objective
+    label = f"{LABELS[metric]}@{k}"
     low, high = tuned.out_of_fold_ci
     out = [
         "# HotMem profile tuning",
+        "",
+        f"**{adoption.text}**",
         "",
         f"**{args.name}: {label} {tuned.out_of_fold_mean:.3f} out of fold (95% CI {low:.3f} to "
         f"{high:.3f}), {tuned.chosen_mean:.3f} in sample**, chosen among {tuned.candidates} "
@@ -172,7 +195,7 @@ def _report(tuned: Tuned, args: argparse.Namespace, fixture: Fixture, toml: str)
     return "\n".join(out)
 
 
-def _document(tuned: Tuned, args: argparse.Namespace) -> dict[str, Any]:
+def _document(tuned: Tuned, args: argparse.Namespace, adoption: Adoption) -> dict[str, Any]:
     metric, k = args.objective
     return {
         "objective": {"metric": metric, "k": k},
@@ -193,6 +216,11 @@ def _document(tuned: Tuned, args: argparse.Namespace) -> dict[str, Any]:
             for f in tuned.folds
         ],
         "comparisons": tuned.comparisons.to_dicts(),
+        "adoption": {
+            "profile": adoption.profile,
+            "text": adoption.text,
+            "command": adoption.command,
+        },
     }
 
 
@@ -246,11 +274,17 @@ def run_tune(args: argparse.Namespace) -> int:
         baselines=baselines,
     )
     toml = profile_toml(tuned.chosen, args.name)
-    report = _report(tuned, args, fixture, toml)
+    adoption = _adoption(tuned, args)
+    report = _report(tuned, args, fixture, toml, adoption)
+    if args.export_dir:
+        write_parquet(args.export_dir / "channels.parquet", table)
+        write_parquet(args.export_dir / "per_query_metrics.parquet", tuned.per_query.to_arrow())
     if args.write_profile:
         write_text(args.write_profile, toml)
     if args.output:
-        text = json.dumps(_document(tuned, args), indent=2, sort_keys=True, allow_nan=False)
+        text = json.dumps(
+            _document(tuned, args, adoption), indent=2, sort_keys=True, allow_nan=False
+        )
         write_text(args.output, text + "\n")
     if args.report:
         write_text(args.report, report)

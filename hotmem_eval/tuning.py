@@ -24,7 +24,7 @@ import pyarrow as pa
 
 import hotmem
 from hotmem_eval.channel_frame import fused_ranking
-from hotmem_eval.comparison import compare_profiles
+from hotmem_eval.comparison import COMPARED_METRICS, GROUP_METRICS, compare_profiles
 from hotmem_eval.errors import EvalError
 from hotmem_eval.fixtures import Fixture
 from hotmem_eval.metrics import per_query_metrics
@@ -190,11 +190,15 @@ def tune(
     tuned = pl.concat(pieces).with_columns(profile=pl.lit(OUT_OF_FOLD))
     stacked = [tuned]
     comparisons = []
+    grouped = fixture.groups.num_rows > 0  # without groups, the group metrics restate others
+    metrics = () if grouped else tuple(m for m in COMPARED_METRICS if m not in GROUP_METRICS)
     for baseline in baselines:
         frame = _per_query(table, fixture, baseline, k).with_columns(profile=pl.lit(baseline.name))
         stacked.append(frame)
         both = pl.concat([frame, tuned])
-        comparisons.append(compare_profiles(both, profiles=[baseline.name, OUT_OF_FOLD]))
+        comparisons.append(
+            compare_profiles(both, profiles=[baseline.name, OUT_OF_FOLD], metrics=metrics)
+        )
     mean = math.fsum(out_of_fold.tolist()) / len(judged)
     return Tuned(
         chosen=candidates[chosen],
