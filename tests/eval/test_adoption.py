@@ -124,3 +124,14 @@ def test_a_profile_of_ones_own_is_imported_from_the_runs_file() -> None:
     assert adoption.text.endswith(
         "search with it (`profile=`), or write it in a TOML file for `hotmem profiles --import`."
     )
+
+
+def test_another_objective_is_decided_and_named() -> None:
+    comparisons = _frame(
+        _row("bm25-only", "overall", "ndcg_at_k", 0.5, -0.1, 0.001),
+        _row("bm25-only", "overall", "recall_at_k", 0.9, 0.2, 0.001),
+    )
+    adoption = decide_adoption(comparisons, PROFILES[:2], k=100, objective="recall_at_k")
+    assert adoption.profile == "bm25-only"
+    assert adoption.text.startswith("Adopt bm25-only: R@100 0.900, +0.200 over default")
+    assert adoption_block(adoption)["objective"] == "recall_at_k@100"
