@@ -1,9 +1,9 @@
 """Channel scores as data: every candidate's channel values for every query, once, and any
 weighted or reciprocal-rank profile's ranking as a polars expression over them.
 
-``channel_table`` asks ``hotmem.channel_values`` (the search's own engine) for each query, in
-its scope, and stacks the answers in one Arrow table, ``CHANNEL_SCHEMA`` plus one
-``cosine:<space>`` column per space:
+``channel_table`` asks ``hotmem.channel_values_many`` (the search's own engine) for every
+query, each in its scope, in one read transaction, and stacks the answers in one Arrow
+table, ``CHANNEL_SCHEMA`` plus one ``cosine:<space>`` column per space:
 
 ==================  ============================================================================
 ``query_id``         the query
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 import polars as pl
@@ -38,7 +39,14 @@ import pyarrow as pa
 import hotmem
 from hotmem_eval.errors import EvalError
 
-__all__ = ["CHANNEL_SCHEMA", "channel_table", "cosine_column", "fused_ranking"]
+__all__ = [
+    "CHANNEL_SCHEMA",
+    "ChannelFrame",
+    "channel_frame",
+    "channel_table",
+    "cosine_column",
+    "fused_ranking",
+]
 
 _FIELDS: list[pa.Field[Any]] = [
     pa.field("query_id", pa.string(), nullable=False),
@@ -79,14 +87,14 @@ def channel_table(
     """
     columns: dict[str, list[Any]] = {name: [] for name in CHANNEL_SCHEMA.names}
     cosines: dict[str, list[float]] = {space: [] for space in spaces}
-    for query in queries.select(["query_id", "query", "identifier"]).to_pylist():
-        found = hotmem.channel_values(
-            store,
-            query["query"],
-            identifier=query["identifier"],
-            spaces=spaces,
-            min_cosine=min_cosine,
-        )
+    asked = queries.select(["query_id", "query", "identifier"]).to_pylist()
+    answers = hotmem.channel_values_many(
+        store,
+        [(query["query"], query["identifier"]) for query in asked],
+        spaces=spaces,
+        min_cosine=min_cosine,
+    )
+    for query, found in zip(asked, answers, strict=True):
         count = len(found.memory_ids)
         columns["query_id"] += [str(query["query_id"])] * count
         columns["memory_id"] += found.memory_ids
@@ -104,10 +112,29 @@ def channel_table(
     return pa.Table.from_pydict(data, schema=pa.schema(fields, metadata=metadata))
 
 
-def _checked(table: pa.Table, profile: hotmem.Profile) -> pl.DataFrame:
+@dataclass(frozen=True, slots=True)
+class ChannelFrame:
+    """A channel table as a polars frame, with the spaces and ``min_cosine`` of its metadata
+    (``channel_frame``): what ``fused_ranking`` reads many times without converting again."""
+
+    frame: pl.DataFrame
+    spaces: tuple[str, ...]
+    min_cosine: float
+
+
+def channel_frame(table: pa.Table) -> ChannelFrame:
+    """``table`` (``channel_table``'s) as a ``ChannelFrame``."""
     metadata = table.schema.metadata or {}
-    spaces = json.loads(metadata.get(b"spaces", b"[]"))
+    spaces = tuple(json.loads(metadata.get(b"spaces", b"[]")))
     min_cosine = float(metadata.get(b"min_cosine", b"1.0"))
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return ChannelFrame(frame, spaces, min_cosine)
+
+
+def _checked(table: pa.Table | ChannelFrame, profile: hotmem.Profile) -> pl.DataFrame:
+    found = table if isinstance(table, ChannelFrame) else channel_frame(table)
+    spaces, min_cosine = found.spaces, found.min_cosine
     if profile.reranker is not None:
         raise EvalError(
             f"profile {profile.name!r} reranks with MMR, which a channel table cannot: "
@@ -124,22 +151,25 @@ def _checked(table: pa.Table, profile: hotmem.Profile) -> pl.DataFrame:
             f"profile {profile.name!r} has the floor {vector.floor:g}, below the table's "
             f"min_cosine {min_cosine:g}: its candidates may be missing from the table"
         )
-    return pl.from_arrow(table)  # type: ignore[return-value]
+    return found.frame
 
 
-def _ranked(frame: pl.DataFrame, keys: list[pl.Expr], limit: int, name: str) -> pl.DataFrame:
-    """Rows sorted by query then ``keys`` (each descending) then memory_id, numbered 1.. per
-    query as ``name``, kept up to ``limit``."""
-    ordered = frame.sort(
-        [pl.col("query_id"), *keys, pl.col("memory_id")],
-        descending=[False, *([True] * len(keys)), False],
+def _ranked(frame: pl.DataFrame, key: pl.Expr, limit: int, name: str) -> pl.DataFrame:
+    """The rows of each query ranked by ``key`` descending then memory_id, numbered 1.. per
+    query as ``name``, kept up to ``limit``. Only the rows whose key is at least each query's
+    ``limit``-th largest (ties included) are sorted."""
+    contenders = frame.filter(key.rank("min", descending=True).over("query_id") <= limit)
+    ordered = contenders.sort(
+        [pl.col("query_id"), key, pl.col("memory_id")], descending=[False, True, False]
     )
     return ordered.with_columns(
         (pl.int_range(pl.len()).over("query_id") + 1).cast(pl.Int64).alias(name)
     ).filter(pl.col(name) <= limit)
 
 
-def fused_ranking(table: pa.Table, profile: hotmem.Profile, *, limit: int) -> pl.DataFrame:
+def fused_ranking(
+    table: pa.Table | ChannelFrame, profile: hotmem.Profile, *, limit: int
+) -> pl.DataFrame:
     """The top ``limit`` of every query of ``table`` under ``profile`` (``RANKING_COLUMNS``,
     by query_id then rank), as ``hotmem.search_memories`` ranks them.
 
@@ -167,7 +197,7 @@ def fused_ranking(table: pa.Table, profile: hotmem.Profile, *, limit: int) -> pl
             + pl.lit(w_lexical) * bm25
             + pl.lit(profile.importance) * pl.col("importance")
         )
-    ranked = _ranked(scored, [pl.col("score")], limit, "rank")
+    ranked = _ranked(scored, pl.col("score"), limit, "rank")
     return ranked.select(list(RANKING_COLUMNS)).cast(RANKING_COLUMNS)  # type: ignore[arg-type]
 
 
@@ -181,12 +211,12 @@ def _rrf(frame: pl.DataFrame, profile: hotmem.Profile, lexical: pl.Expr) -> pl.D
     if vector is not None:
         ranked = _ranked(
             frame.filter(pl.col("_cosine") >= vector.floor),
-            [pl.col("_cosine")],
+            pl.col("_cosine"),
             profile.depth,
             "_vector_rank",
         )
         lists.append(ranked.select([*keys, "_vector_rank"]))
-    ranked = _ranked(frame.filter(lexical), [pl.col("bm25_raw")], profile.depth, "_lexical_rank")
+    ranked = _ranked(frame.filter(lexical), pl.col("bm25_raw"), profile.depth, "_lexical_rank")
     lists.append(ranked.select([*keys, "_lexical_rank"]))
     both = lists[0]
     for other in lists[1:]:

@@ -23,7 +23,7 @@ import polars as pl
 import pyarrow as pa
 
 import hotmem
-from hotmem_eval.channel_frame import fused_ranking
+from hotmem_eval.channel_frame import ChannelFrame, channel_frame, fused_ranking
 from hotmem_eval.comparison import COMPARED_METRICS, GROUP_METRICS, compare_profiles
 from hotmem_eval.errors import EvalError
 from hotmem_eval.fixtures import Fixture
@@ -105,7 +105,9 @@ class Tuned:
     candidates: int
 
 
-def _per_query(table: pa.Table, fixture: Fixture, profile: hotmem.Profile, k: int) -> pl.DataFrame:
+def _per_query(
+    table: ChannelFrame, fixture: Fixture, profile: hotmem.Profile, k: int
+) -> pl.DataFrame:
     """Every metric per query of ``profile``'s fused ranking at cutoff ``k``."""
     ranking = fused_ranking(table, profile, limit=k)
     scopes = pl.from_arrow(fixture.queries.select(["query_id", "identifier"]))
@@ -139,18 +141,19 @@ def tune(
         EvalError: no query has the objective (no relevant memory), or as ``fold_of`` and
             ``channel_frame.fused_ranking``.
     """
+    frame = channel_frame(table)  # converted once, read by every candidate
     query_ids = [str(q) for q in fixture.queries.column("query_id").to_pylist()]
     categories = fixture.queries.column("category").to_pylist()
     assigned = fold_of(query_ids, categories, folds, seed)
-    frames = [_per_query(table, fixture, profile, k) for profile in candidates]
+    frames = [_per_query(frame, fixture, profile, k) for profile in candidates]
     target = frames[0].filter(pl.col("metric") == objective, pl.col("applicable"))
     judged = target["query_id"].to_list()
     if not judged:
         raise EvalError(f"no query has a value of {objective} (no relevant memory)")
     position = {query_id: i for i, query_id in enumerate(judged)}
     values = np.zeros((len(candidates), len(judged)))
-    for row, frame in enumerate(frames):
-        kept = frame.filter(pl.col("metric") == objective, pl.col("applicable"))
+    for row, scored in enumerate(frames):
+        kept = scored.filter(pl.col("metric") == objective, pl.col("applicable"))
         for query_id, value in kept.select("query_id", "value").iter_rows():
             values[row, position[query_id]] = value
     fold_ids = np.array([assigned[q] for q in judged])
@@ -193,9 +196,9 @@ def tune(
     grouped = fixture.groups.num_rows > 0  # without groups, the group metrics restate others
     metrics = () if grouped else tuple(m for m in COMPARED_METRICS if m not in GROUP_METRICS)
     for baseline in baselines:
-        frame = _per_query(table, fixture, baseline, k).with_columns(profile=pl.lit(baseline.name))
-        stacked.append(frame)
-        both = pl.concat([frame, tuned])
+        scores = _per_query(frame, fixture, baseline, k).with_columns(profile=pl.lit(baseline.name))
+        stacked.append(scores)
+        both = pl.concat([scores, tuned])
         comparisons.append(
             compare_profiles(both, profiles=[baseline.name, OUT_OF_FOLD], metrics=metrics)
         )

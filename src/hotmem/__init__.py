@@ -57,7 +57,11 @@ _ORIGINS = {
     ),
     "hotmem.models": ("Memory", "fixed_clock", "parse_timestamp", "system_clock"),
     "hotmem.progress": ("Progress", "ProgressCallback"),
-    "hotmem.retrieval.channel_values": ("ChannelValues", "channel_values"),
+    "hotmem.retrieval.channel_values": (
+        "ChannelValues",
+        "channel_values",
+        "channel_values_many",
+    ),
     "hotmem.retrieval.diagnosis": ("VERDICTS", "Diagnosis", "Verdict", "diagnose", "diagnose_many"),
     "hotmem.retrieval.fusion": ("MIN_SIMILARITY", "WEIGHTS", "Weights"),
     "hotmem.retrieval.profiles": (
@@ -123,7 +127,11 @@ if _typing.TYPE_CHECKING:
     from hotmem.jsonl import MAX_JSON_DEPTH, MAX_JSON_NUMBER, JsonlProblem, JsonlRecord, read_jsonl
     from hotmem.models import Memory, fixed_clock, parse_timestamp, system_clock
     from hotmem.progress import Progress, ProgressCallback
-    from hotmem.retrieval.channel_values import ChannelValues, channel_values
+    from hotmem.retrieval.channel_values import (
+        ChannelValues,
+        channel_values,
+        channel_values_many,
+    )
     from hotmem.retrieval.diagnosis import VERDICTS, Diagnosis, Verdict, diagnose, diagnose_many
     from hotmem.retrieval.examine import explain
     from hotmem.retrieval.fusion import MIN_SIMILARITY, WEIGHTS, Weights
@@ -212,6 +220,7 @@ __all__ = [
     "Weights",
     "__version__",
     "channel_values",
+    "channel_values_many",
     "diagnose",
     "diagnose_many",
     "embed",

@@ -13,6 +13,7 @@ hold the result equal to ``search_memories``, bit for bit.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -24,7 +25,7 @@ from hotmem.retrieval.request import SearchRequest
 from hotmem.retrieval.search import channels_for, prepared_for
 from hotmem.store.memory_store import MemoryStore
 
-__all__ = ["ChannelValues", "channel_values"]
+__all__ = ["ChannelValues", "channel_values", "channel_values_many"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,40 +72,79 @@ def channel_values(
             ``min_cosine`` outside [-1, 1].
         StoreError: the store cannot be read, or is damaged.
     """
+    return channel_values_many(store, [(query, identifier)], spaces=spaces, min_cosine=min_cosine)[
+        0
+    ]
+
+
+def channel_values_many(
+    store: MemoryStore,
+    queries: Sequence[tuple[str, str | None]],
+    *,
+    spaces: Sequence[str] = (MODEL_NAME,),
+    min_cosine: float = -1.0,
+) -> list[ChannelValues]:
+    """:func:`channel_values` of each ``(query, identifier)``, in order, in one read
+    transaction (one state of the store for all), reading each memory_id once.
+
+    Raises:
+        As :func:`channel_values`.
+    """
     floor = checked_number("min_cosine", min_cosine, -1.0, 1.0)
     if isinstance(spaces, str) or not spaces or len(set(spaces)) != len(spaces):
         raise ValidationError(f"expected one or more distinct spaces, found {spaces!r}")
+    found = []
+    names: dict[int, str] = {}
+    with store.reading() as connection:
+        for query, identifier in queries:
+            found.append(_values(store, connection, query, identifier, spaces, floor, names))
+    return found
+
+
+def _values(
+    store: MemoryStore,
+    connection: sqlite3.Connection,
+    query: str,
+    identifier: str | None,
+    spaces: Sequence[str],
+    floor: float,
+    names: dict[int, str],
+) -> ChannelValues:
+    """One query's values; ``names`` (position -> memory_id) is filled as ids are read."""
     cosines: dict[str, list[float]] = {}
     raws: list[float | None] = []
     best, positions = 0.0, []
-    with store.reading() as connection:
-        for space in spaces:
-            profile = Profile(
-                "channels",
-                vector=VectorChannel(space=space, weight=1.0, floor=-1.0),
-                lexical=LexicalChannel(weight=1.0),
-                importance=0.0,
-            )
-            request = SearchRequest(query, identifier, 1, profile, None, None)
-            prepared = prepared_for(store, connection, request, request.profile_for(store))
-            channels = channels_for(store, prepared)
-            positions = list(prepared.scope)
-            cosines[space], raws = channels.values(positions)
-            best = channels.best
-        index = prepared.index
-        kept = [
-            i
-            for i, raw in enumerate(raws)
-            if raw is not None or any(values[i] >= floor for values in cosines.values())
-        ]
-        chosen = [positions[i] for i in kept]
-        ids = index.ids(connection, chosen)
+    for number, space in enumerate(spaces):
+        # the lexical channel once, with the first space: the others add their cosines
+        profile = Profile(
+            "channels",
+            vector=VectorChannel(space=space, weight=1.0, floor=-1.0),
+            lexical=LexicalChannel(weight=1.0) if number == 0 else None,
+            importance=0.0,
+        )
+        request = SearchRequest(query, identifier, 1, profile, None, None)
+        prepared = prepared_for(store, connection, request, request.profile_for(store))
+        channels = channels_for(store, prepared)
+        positions = list(prepared.scope)
+        cosines[space], found = channels.values(positions)
+        if number == 0:
+            raws, best = found, channels.best
+    index = prepared.index
+    kept = [
+        i
+        for i, raw in enumerate(raws)
+        if raw is not None or any(values[i] >= floor for values in cosines.values())
+    ]
+    chosen = [positions[i] for i in kept]
+    unread = [p for p in chosen if p not in names]
+    if unread:
+        names.update(index.ids(connection, unread))
     return ChannelValues(
         query=query,
         scope=identifier,
         min_cosine=floor,
         best_bm25=best,
-        memory_ids=tuple(ids[p] for p in chosen),
+        memory_ids=tuple(names[p] for p in chosen),
         importances=tuple(index.importances[p] for p in chosen),
         bm25_raw=tuple(raws[i] for i in kept),
         cosines={space: tuple(values[i] for i in kept) for space, values in cosines.items()},
