@@ -193,3 +193,63 @@ def test_a_store_with_a_semantic_space_works_without_the_extra(tmp_path: Path) -
         "add": [keeps, "semantic"],
         "after": [["hotmem-hash-v1"], 2],
     }
+
+
+DEFAULT_PROBE = textwrap.dedent(
+    """
+    import json, subprocess, sys
+    import hotmem
+
+    found = {}
+    try:
+        hotmem.open_store(sys.argv[1])
+    except hotmem.MissingExtraError as error:
+        found["open"] = [str(error), error.extra]
+    cli = [sys.executable, "-m", "hotmem", "--db", sys.argv[1]]
+    searched = subprocess.run([*cli, "search", "Oslo"], capture_output=True, text=True)
+    found["search"] = [searched.returncode, searched.stdout, searched.stderr]
+    changed = subprocess.run(
+        [*cli, "profiles", "--set-default", "default"], capture_output=True, text=True
+    )
+    found["set_default"] = changed.returncode
+    with hotmem.open_store(sys.argv[1]) as store:
+        hits = hotmem.search_memories(store, "Oslo office")
+        found["after"] = [store.default_profile, [r.memory_id for r in hits]]
+    print(json.dumps(found))
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_store_whose_default_needs_the_extra_is_refused_at_open(tmp_path: Path) -> None:
+    """Before any search, with the install hint, and the way out (another default) works."""
+    python = venv_without_extras(tmp_path)
+    import hotmem  # here, with the extra
+
+    path = tmp_path / "semantic-default.db"
+    with hotmem.open_store(path) as store:
+        store.add("The Oslo office closes on Saturdays.", identifier="a", memory_id="m-oslo")
+        store.add_space("all-minilm-l6-v2")
+        hotmem.set_default_profile(store, "semantic")
+    completed = subprocess.run(
+        [str(python), "-c", DEFAULT_PROBE, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env={"PATH": os.environ["PATH"]},
+    )
+    refused = (
+        f"store {str(path)!r}: its default profile 'semantic' searches the space "
+        "'all-minilm-l6-v2', whose embedder needs the 'semantic' extra, which is not installed "
+        "(missing modules: numpy, onnxruntime, tokenizers); install it with pip install "
+        "'.[semantic]' in a HotMem checkout (with uv: uv sync --extra semantic), or make "
+        f"another profile the default: hotmem --db {path} profiles --set-default default"
+    )
+    found = json.loads(completed.stdout)
+    assert found["open"] == [refused, "semantic"]
+    code, out, err = found["search"]
+    assert (code, out) == (1, "")
+    assert refused in err
+    assert found["set_default"] == 0
+    assert found["after"] == ["default", ["m-oslo"]]

@@ -40,14 +40,14 @@ def cmd_profiles(args: argparse.Namespace) -> int:
     kept: dict[str, Profile] = {}
     imported = read_profiles(args.import_file) if args.import_file is not None else ()
     if imported or args.set_default is not None:
-        with existing_store(args) as store:
+        with existing_store(args, check_default_profile=False) as store:
             for profile in imported:
                 import_profile(store, profile)
             if args.set_default is not None:
                 set_default_profile(store, args.set_default)
             default, kept = store.default_profile, kept_profiles(store)
     elif db_path(args).exists():  # the store's default and kept profiles, when there is one
-        with existing_store(args) as store:
+        with existing_store(args, check_default_profile=False) as store:
             default, kept = store.default_profile, kept_profiles(store)
     every = {**PROFILES, **kept}
     if args.json:

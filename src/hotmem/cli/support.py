@@ -48,8 +48,10 @@ def created_store(args: argparse.Namespace) -> MemoryStore:
     return open_store(path, busy_timeout=args.busy_timeout)
 
 
-def existing_store(args: argparse.Namespace) -> MemoryStore:
-    """The store of ``--db`` for a command that reads one: never created here.
+def existing_store(args: argparse.Namespace, *, check_default_profile: bool = True) -> MemoryStore:
+    """The store of ``--db`` for a command that reads one: never created here (with
+    ``check_default_profile`` false, opened even when its default profile needs an extra
+    that is not installed, as ``hotmem profiles`` must, to change it).
 
     Raises:
         UserInputError: nothing exists at the path.
@@ -59,7 +61,9 @@ def existing_store(args: argparse.Namespace) -> MemoryStore:
         raise UserInputError(
             f"hotmem: no store at {str(path)!r} (add, import or hydrate creates one)"
         )
-    return open_store(path, busy_timeout=args.busy_timeout)
+    return open_store(
+        path, busy_timeout=args.busy_timeout, check_default_profile=check_default_profile
+    )
 
 
 def print_json(payload: object) -> None:

@@ -45,6 +45,7 @@ class MemoryStore(VectorSpaces, Settings, Upkeep):
         busy_timeout: float = storage.BUSY_TIMEOUT,
         accelerator: Accelerator = "auto",
         model_dir: str | os.PathLike[str] | None = None,
+        check_default_profile: bool = True,
     ) -> None:
         self._path = os.fspath(path)
         self._model_dir = None if model_dir is None else os.fspath(model_dir)
@@ -55,6 +56,8 @@ class MemoryStore(VectorSpaces, Settings, Upkeep):
         self._connection = storage.connect(self._path, busy_timeout=self._busy_timeout)
         try:
             storage.setup(self._connection, self._path, busy_timeout=self._busy_timeout)
+            if check_default_profile:
+                self._check_default_extras()
         except BaseException:
             self._connection.close()
             raise
@@ -364,6 +367,7 @@ def open_store(
     busy_timeout: float = storage.BUSY_TIMEOUT,
     accelerator: Accelerator = "auto",
     model_dir: str | os.PathLike[str] | None = None,
+    check_default_profile: bool = True,
 ) -> MemoryStore:
     """Open (creating if needed) the HotMem store at ``path``; ``":memory:"`` is allowed.
 
@@ -376,11 +380,15 @@ def open_store(
     ``model_dir`` is passed to every embedder the store loads (``hotmem.get_embedder``).
     Several processes may open one store at once (``docs/concurrency.md``); a store left
     half set up by a killed process is completed, and one of an older schema migrated.
+    A store whose default profile searches a space whose embedder needs an extra that is not
+    installed is refused with the install hint, before any search; ``check_default_profile=
+    False`` opens it anyway (to make another profile its default).
 
     Raises:
         ValidationError: ``busy_timeout`` is not a number of seconds in [0, 86400], or
             ``accelerator`` is not one of the three.
-        MissingExtraError: ``accelerator="numpy"`` without numpy installed.
+        MissingExtraError: ``accelerator="numpy"`` without numpy installed, or the default
+            profile needs an extra that is not installed.
         StoreError: the path cannot be opened or is not a compatible HotMem store.
     """
     return MemoryStore(
@@ -389,4 +397,5 @@ def open_store(
         busy_timeout=busy_timeout,
         accelerator=accelerator,
         model_dir=model_dir,
+        check_default_profile=check_default_profile,
     )

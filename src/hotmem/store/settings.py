@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+from hotmem.embedding.hash_v1 import MODEL_NAME
+from hotmem.errors import MissingExtraError
 from hotmem.store.spaces import VectorSpace
 
 __all__ = ["DEFAULT_PROFILE", "Settings"]
@@ -42,6 +44,9 @@ class Settings:
         def _writing(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
         def space(self, name: str) -> VectorSpace: ...
+
+        @property
+        def path(self) -> str: ...
 
     @property
     def default_profile(self) -> str:
@@ -113,3 +118,25 @@ class Settings:
                 "INSERT OR REPLACE INTO hotmem_meta (key, value) VALUES (?, ?)",
                 (_PROFILE_KEY + name, document),
             )
+
+    def _check_default_extras(self) -> None:
+        """Refuse a store whose default profile searches a space whose embedder needs an
+        extra that is not installed, with the install hint (``open_store``)."""
+        spaces = [space for space in self.default_profile_spaces if space != MODEL_NAME]
+        if not spaces:
+            return
+        from hotmem.embedding.registry import EMBEDDERS, install_hint  # a rare store only
+
+        for space in spaces:
+            entry = EMBEDDERS.get(space)
+            missing = () if entry is None else entry.missing_modules()
+            if entry is not None and entry.extra is not None and missing:
+                raise MissingExtraError(
+                    f"store {self.path!r}: its default profile {self.default_profile!r} "
+                    f"searches the space {space!r}, whose embedder needs the {entry.extra!r} "
+                    f"extra, which is not installed (missing modules: {', '.join(missing)}); "
+                    f"install it with {install_hint(entry.extra)}, or make another profile "
+                    f"the default: hotmem --db {self.path} profiles --set-default default",
+                    extra=entry.extra,
+                    missing=missing,
+                )
