@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import polars as pl
+import pyarrow as pa
 
 import hotmem
 from hotmem.cli import write_stdout
@@ -224,37 +225,35 @@ def _document(tuned: Tuned, args: argparse.Namespace, adoption: Adoption) -> dic
     }
 
 
-def run_tune(args: argparse.Namespace) -> int:
-    """Run ``hotmem-eval tune``; the exit code.
-
-    Raises:
-        UsageError, FixtureError, EvalError: as the run's (exit 2 for the first two).
-    """
-    spaces = [s.strip() for s in args.spaces.split(",") if s.strip()]
+def _spaces(text: str) -> list[str]:
+    spaces = [s.strip() for s in text.split(",") if s.strip()]
     unknown = [s for s in spaces if s not in hotmem.EMBEDDERS]
     if not spaces or unknown or len(set(spaces)) != len(spaces):
         raise UsageError(
-            f"--spaces: expected distinct spaces of {', '.join(hotmem.EMBEDDERS)}, "
-            f"found {args.spaces!r}"
+            f"--spaces: expected distinct spaces of {', '.join(hotmem.EMBEDDERS)}, found {text!r}"
         )
+    return spaces
+
+
+def _pool(args: argparse.Namespace, spaces: list[str]) -> list[hotmem.Profile]:
     if args.folds < 2:
         raise UsageError(f"--folds: expected 2 or more, found {args.folds}")
-    grid = (
+    grid: dict[str, list[object]] = (
         read_search_space(args.search_space)
         if args.search_space
-        else {**DEFAULT_SPACE, "vector_space": spaces}
+        else {**DEFAULT_SPACE, "vector_space": list(spaces)}
     )
     pool = candidates(grid, source=str(args.search_space or "the default search space"))
     outside = sorted({s for p in pool for s in p.spaces} - set(spaces))
     if outside:
         raise UsageError(f"the search space searches {', '.join(outside)}, not in --spaces")
-    fixture = load_collection(
-        args.collection, format=args.format, split=args.split, relevant_grade=args.relevant_grade
-    )
-    baselines = _baselines(spaces)
-    floors = [p.vector.floor for p in (*pool, *baselines) if p.vector is not None]
-    min_cosine = min(floors, default=1.0)
-    metric, k = args.objective
+    return pool
+
+
+def _table(
+    args: argparse.Namespace, fixture: Fixture, spaces: list[str], min_cosine: float
+) -> pa.Table:
+    """The collection's channel table, from a temporary store or the one kept at --store."""
     models = [s for s in spaces if s != hotmem.MODEL_NAME]
     with tempfile.TemporaryDirectory(prefix="hotmem-eval-tune-") as workdir:
         if args.store is None:
@@ -262,7 +261,24 @@ def run_tune(args: argparse.Namespace) -> int:
         else:
             store, _ = kept_store(args.store, fixture.corpus, spaces=models)
         with store:
-            table = channel_table(store, fixture.queries, spaces=spaces, min_cosine=min_cosine)
+            return channel_table(store, fixture.queries, spaces=spaces, min_cosine=min_cosine)
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    """Run ``hotmem-eval tune``; the exit code.
+
+    Raises:
+        UsageError, FixtureError, EvalError: as the run's (exit 2 for the first two).
+    """
+    spaces = _spaces(args.spaces)
+    pool = _pool(args, spaces)
+    fixture = load_collection(
+        args.collection, format=args.format, split=args.split, relevant_grade=args.relevant_grade
+    )
+    baselines = _baselines(spaces)
+    floors = [p.vector.floor for p in (*pool, *baselines) if p.vector is not None]
+    table = _table(args, fixture, spaces, min(floors, default=1.0))
+    metric, k = args.objective
     tuned = tune(
         table,
         fixture,

@@ -17,6 +17,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -122,6 +123,71 @@ def _per_query(
     )
 
 
+def _objective_values(
+    frames: Sequence[pl.DataFrame], objective: str
+) -> tuple[list[str], np.ndarray[Any, Any]]:
+    """The queries that have the objective, and each candidate's value on each of them."""
+    target = frames[0].filter(pl.col("metric") == objective, pl.col("applicable"))
+    judged = [str(q) for q in target["query_id"].to_list()]
+    if not judged:
+        raise EvalError(f"no query has a value of {objective} (no relevant memory)")
+    position = {query_id: i for i, query_id in enumerate(judged)}
+    values = np.zeros((len(frames), len(judged)))
+    for row, scored in enumerate(frames):
+        kept = scored.filter(pl.col("metric") == objective, pl.col("applicable"))
+        for query_id, value in kept.select("query_id", "value").iter_rows():
+            values[row, position[query_id]] = value
+    return judged, values
+
+
+def _cross_validate(
+    values: np.ndarray[Any, Any], fold_ids: np.ndarray[Any, Any], names: Sequence[str]
+) -> tuple[list[Fold], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Each fold's choice on the other folds: the folds, every query's out-of-fold value, and
+    the candidate (row) that ranked it."""
+    results: list[Fold] = []
+    out_of_fold = np.zeros(values.shape[1])
+    chosen_rows = np.zeros(values.shape[1], dtype=np.int64)
+    for fold in sorted(set(fold_ids.tolist())):
+        test = fold_ids == fold
+        training = values[:, ~test].mean(axis=1)
+        best = int(np.argmax(training))  # the first of the best
+        out_of_fold[test] = values[best, test]
+        chosen_rows[test] = best
+        results.append(
+            Fold(
+                fold,
+                int(test.sum()),
+                names[best],
+                float(training[best]),
+                float(values[best, test].mean()),
+            )
+        )
+    return results, out_of_fold, chosen_rows
+
+
+def _out_of_fold_frame(
+    frames: Sequence[pl.DataFrame],
+    judged: list[str],
+    chosen_rows: np.ndarray[Any, Any],
+    query_ids: list[str],
+) -> pl.DataFrame:
+    """Every metric per query of the out-of-fold rankings (a query without the objective
+    takes the first fold's choice: no choice was made for it)."""
+    pieces = [
+        frames[row].filter(
+            pl.col("query_id").is_in([judged[i] for i in np.flatnonzero(chosen_rows == row)])
+        )
+        for row in sorted(set(chosen_rows.tolist()))
+    ]
+    judged_set = set(judged)
+    unjudged = [q for q in query_ids if q not in judged_set]
+    if unjudged:
+        pieces.append(frames[int(chosen_rows[0])].filter(pl.col("query_id").is_in(unjudged)))
+    stacked: pl.DataFrame = pl.concat(pieces)
+    return stacked.with_columns(profile=pl.lit(OUT_OF_FOLD))
+
+
 def tune(
     table: pa.Table,
     fixture: Fixture,
@@ -143,56 +209,17 @@ def tune(
     """
     frame = channel_frame(table)  # converted once, read by every candidate
     query_ids = [str(q) for q in fixture.queries.column("query_id").to_pylist()]
-    categories = fixture.queries.column("category").to_pylist()
-    assigned = fold_of(query_ids, categories, folds, seed)
+    assigned = fold_of(query_ids, fixture.queries.column("category").to_pylist(), folds, seed)
     frames = [_per_query(frame, fixture, profile, k) for profile in candidates]
-    target = frames[0].filter(pl.col("metric") == objective, pl.col("applicable"))
-    judged = target["query_id"].to_list()
-    if not judged:
-        raise EvalError(f"no query has a value of {objective} (no relevant memory)")
-    position = {query_id: i for i, query_id in enumerate(judged)}
-    values = np.zeros((len(candidates), len(judged)))
-    for row, scored in enumerate(frames):
-        kept = scored.filter(pl.col("metric") == objective, pl.col("applicable"))
-        for query_id, value in kept.select("query_id", "value").iter_rows():
-            values[row, position[query_id]] = value
+    judged, values = _objective_values(frames, objective)
     fold_ids = np.array([assigned[q] for q in judged])
-    results: list[Fold] = []
-    out_of_fold = np.zeros(len(judged))
-    chosen_rows = np.zeros(len(judged), dtype=np.int64)
-    for fold in range(folds):
-        test = fold_ids == fold
-        if not test.any():
-            continue
-        training = values[:, ~test].mean(axis=1)
-        best = int(np.argmax(training))  # the first of the best
-        out_of_fold[test] = values[best, test]
-        chosen_rows[test] = best
-        results.append(
-            Fold(
-                fold,
-                int(test.sum()),
-                candidates[best].name,
-                float(training[best]),
-                float(values[best, test].mean()),
-            )
-        )
+    results, out_of_fold, chosen_rows = _cross_validate(
+        values, fold_ids, [c.name for c in candidates]
+    )
     overall = values.mean(axis=1)
     chosen = int(np.argmax(overall))
-    judged_set = set(judged)
-    unjudged = [q for q in query_ids if q not in judged_set]
-    pieces = [
-        frames[row].filter(
-            pl.col("query_id").is_in([judged[i] for i in np.flatnonzero(chosen_rows == row)])
-        )
-        for row in sorted(set(chosen_rows.tolist()))
-    ]
-    if unjudged:  # a query without the objective: the fold's choice does not matter; the first's
-        first = int(chosen_rows[0])
-        pieces.append(frames[first].filter(pl.col("query_id").is_in(unjudged)))
-    tuned = pl.concat(pieces).with_columns(profile=pl.lit(OUT_OF_FOLD))
-    stacked = [tuned]
-    comparisons = []
+    tuned = _out_of_fold_frame(frames, judged, chosen_rows, query_ids)
+    stacked, comparisons = [tuned], []
     grouped = fixture.groups.num_rows > 0  # without groups, the group metrics restate others
     metrics = () if grouped else tuple(m for m in COMPARED_METRICS if m not in GROUP_METRICS)
     for baseline in baselines:
@@ -202,12 +229,11 @@ def tune(
         comparisons.append(
             compare_profiles(both, profiles=[baseline.name, OUT_OF_FOLD], metrics=metrics)
         )
-    mean = math.fsum(out_of_fold.tolist()) / len(judged)
     return Tuned(
         chosen=candidates[chosen],
         chosen_mean=float(overall[chosen]),
         folds=tuple(results),
-        out_of_fold_mean=mean,
+        out_of_fold_mean=math.fsum(out_of_fold.tolist()) / len(judged),
         out_of_fold_ci=bootstrap_ci(out_of_fold.tolist()),
         per_query=pl.concat(stacked),
         comparisons=pl.concat(comparisons) if comparisons else pl.DataFrame(),

@@ -49,6 +49,16 @@ def cmd_profiles(args: argparse.Namespace) -> int:
     elif db_path(args).exists():  # the store's default and kept profiles, when there is one
         with existing_store(args, check_default_profile=False) as store:
             default, kept = store.default_profile, kept_profiles(store)
+    _print_profiles(args, default, kept, imported)
+    return EXIT_OK
+
+
+def _print_profiles(
+    args: argparse.Namespace,
+    default: str | None,
+    kept: dict[str, Profile],
+    imported: tuple[Profile, ...],
+) -> None:
     every = {**PROFILES, **kept}
     if args.json:
         print_json(
@@ -58,7 +68,7 @@ def cmd_profiles(args: argparse.Namespace) -> int:
                 "kept": [profile.to_dict() for profile in kept.values()],
             }
         )
-        return EXIT_OK
+        return
     if imported:
         names = ", ".join(profile.name for profile in imported)
         print(f"imported {len(imported)} profile{'s' * (len(imported) != 1)}: {names}")
@@ -69,7 +79,6 @@ def cmd_profiles(args: argparse.Namespace) -> int:
         print(f"{mark} {name:<{width}}  {profile_summary(profile)}{where}")
     if default is not None:
         print("(* the store's default profile)")
-    return EXIT_OK
 
 
 def configure_profiles(p: argparse.ArgumentParser) -> None:

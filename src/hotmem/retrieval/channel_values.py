@@ -101,6 +101,17 @@ def channel_values_many(
     return found
 
 
+def _candidates(
+    raws: list[float | None], cosines: dict[str, list[float]], floor: float
+) -> list[int]:
+    """The offsets with a lexical match or a cosine of at least ``floor`` in some space."""
+    return [
+        i
+        for i, raw in enumerate(raws)
+        if raw is not None or any(values[i] >= floor for values in cosines.values())
+    ]
+
+
 def _values(
     store: MemoryStore,
     connection: sqlite3.Connection,
@@ -130,11 +141,7 @@ def _values(
         if number == 0:
             raws, best = found, channels.best
     index = prepared.index
-    kept = [
-        i
-        for i, raw in enumerate(raws)
-        if raw is not None or any(values[i] >= floor for values in cosines.values())
-    ]
+    kept = _candidates(raws, cosines, floor)
     chosen = [positions[i] for i in kept]
     unread = [p for p in chosen if p not in names]
     if unread:

@@ -380,9 +380,8 @@ def open_store(
     ``model_dir`` is passed to every embedder the store loads (``hotmem.get_embedder``).
     Several processes may open one store at once (``docs/concurrency.md``); a store left
     half set up by a killed process is completed, and one of an older schema migrated.
-    A store whose default profile searches a space whose embedder needs an extra that is not
-    installed is refused with the install hint, before any search; ``check_default_profile=
-    False`` opens it anyway (to make another profile its default).
+    A store whose default profile needs an extra that is not installed is refused with the
+    install hint before any search (``check_default_profile=False``: opened anyway).
 
     Raises:
         ValidationError: ``busy_timeout`` is not a number of seconds in [0, 86400], or
