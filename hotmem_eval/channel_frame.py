@@ -77,10 +77,11 @@ def channel_table(
     *,
     spaces: Sequence[str] = (hotmem.MODEL_NAME,),
     min_cosine: float = -1.0,
+    progress: hotmem.ProgressCallback | None = None,
 ) -> pa.Table:
     """Every query's candidates and their channel values (the module docstring), each query
     searched in its ``identifier`` scope. The schema's metadata holds ``min_cosine`` and the
-    spaces.
+    spaces. ``progress`` is called with (queries done, queries).
 
     Raises:
         ValidationError: as ``hotmem.channel_values`` (a space the store lacks, ...).
@@ -93,6 +94,7 @@ def channel_table(
         [(query["query"], query["identifier"]) for query in asked],
         spaces=spaces,
         min_cosine=min_cosine,
+        progress=progress,
     )
     for query, found in zip(asked, answers, strict=True):
         count = len(found.memory_ids)

@@ -256,12 +256,16 @@ def _table(
     """The collection's channel table, from a temporary store or the one kept at --store."""
     models = [s for s in spaces if s != hotmem.MODEL_NAME]
     with tempfile.TemporaryDirectory(prefix="hotmem-eval-tune-") as workdir:
-        if args.store is None:
-            store = open_fixture_store(Path(workdir) / "tune.db", fixture.corpus, spaces=models)
-        else:
-            store, _ = kept_store(args.store, fixture.corpus, spaces=models)
-        with store:
-            return channel_table(store, fixture.queries, spaces=spaces, min_cosine=min_cosine)
+        with hotmem.Progress("hotmem-eval tune: ingesting", unit="memories") as shown:
+            if args.store is None:
+                path = Path(workdir) / "tune.db"
+                store = open_fixture_store(path, fixture.corpus, spaces=models, progress=shown)
+            else:
+                store, _ = kept_store(args.store, fixture.corpus, spaces=models, progress=shown)
+        with store, hotmem.Progress("hotmem-eval tune: channel values", unit="queries") as shown:
+            return channel_table(
+                store, fixture.queries, spaces=spaces, min_cosine=min_cosine, progress=shown
+            )
 
 
 def run_tune(args: argparse.Namespace) -> int:
@@ -279,16 +283,18 @@ def run_tune(args: argparse.Namespace) -> int:
     floors = [p.vector.floor for p in (*pool, *baselines) if p.vector is not None]
     table = _table(args, fixture, spaces, min(floors, default=1.0))
     metric, k = args.objective
-    tuned = tune(
-        table,
-        fixture,
-        pool,
-        objective=metric,
-        k=k,
-        folds=args.folds,
-        seed=args.seed,
-        baselines=baselines,
-    )
+    with hotmem.Progress("hotmem-eval tune: scoring", unit="candidates") as shown:
+        tuned = tune(
+            table,
+            fixture,
+            pool,
+            objective=metric,
+            k=k,
+            folds=args.folds,
+            seed=args.seed,
+            baselines=baselines,
+            progress=shown,
+        )
     toml = profile_toml(tuned.chosen, args.name)
     adoption = _adoption(tuned, args)
     report = _report(tuned, args, fixture, toml, adoption)

@@ -198,10 +198,12 @@ def tune(
     folds: int,
     seed: int,
     baselines: Sequence[hotmem.Profile],
+    progress: hotmem.ProgressCallback | None = None,
 ) -> Tuned:
     """Choose a candidate by ``folds``-fold cross-validation on ``objective`` (a metric name
     of the registry, at cutoff ``k``), and compare the out-of-fold rankings with each of
-    ``baselines`` (the module docstring).
+    ``baselines`` (the module docstring). ``progress`` is called with (candidates scored,
+    candidates).
 
     Raises:
         EvalError: no query has the objective (no relevant memory), or as ``fold_of`` and
@@ -210,7 +212,11 @@ def tune(
     frame = channel_frame(table)  # converted once, read by every candidate
     query_ids = [str(q) for q in fixture.queries.column("query_id").to_pylist()]
     assigned = fold_of(query_ids, fixture.queries.column("category").to_pylist(), folds, seed)
-    frames = [_per_query(frame, fixture, profile, k) for profile in candidates]
+    frames = []
+    for profile in candidates:
+        frames.append(_per_query(frame, fixture, profile, k))
+        if progress is not None:
+            progress(len(frames), len(candidates))
     judged, values = _objective_values(frames, objective)
     fold_ids = np.array([assigned[q] for q in judged])
     results, out_of_fold, chosen_rows = _cross_validate(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.errors import ValidationError
+from hotmem.progress import ProgressCallback
 from hotmem.retrieval.channels import checked_number
 from hotmem.retrieval.profiles import LexicalChannel, Profile, VectorChannel
 from hotmem.retrieval.request import SearchRequest
@@ -83,9 +84,11 @@ def channel_values_many(
     *,
     spaces: Sequence[str] = (MODEL_NAME,),
     min_cosine: float = -1.0,
+    progress: ProgressCallback | None = None,
 ) -> list[ChannelValues]:
     """:func:`channel_values` of each ``(query, identifier)``, in order, in one read
-    transaction (one state of the store for all), reading each memory_id once.
+    transaction (one state of the store for all), reading each memory_id once; ``progress``
+    is called with (queries done, queries) after each.
 
     Raises:
         As :func:`channel_values`.
@@ -98,6 +101,8 @@ def channel_values_many(
     with store.reading() as connection:
         for query, identifier in queries:
             found.append(_values(store, connection, query, identifier, spaces, floor, names))
+            if progress is not None:
+                progress(len(found), len(queries))
     return found
 
 
