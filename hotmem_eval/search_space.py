@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -71,7 +72,20 @@ DEFAULT_SPACE: Final[dict[str, list[object]]] = {
 }
 
 
-def _values(path: Path, key: str, value: object) -> list[object]:
+# Python 3.11's TOMLDecodeError carries its place only in the message: "... (at line 3, column 5)".
+_PLACE = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+
+
+def _where(path: Path, text: str, key: str) -> str:
+    """``path:line`` of the line that sets ``key`` (``path`` when it is not found)."""
+    pattern = re.compile(rf"^\s*(?:{re.escape(key)}|\"{re.escape(key)}\")\s*=")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if pattern.match(line):
+            return f"{path}:{number}"
+    return str(path)
+
+
+def _values(path: str, key: str, value: object) -> list[object]:
     if isinstance(value, list):
         if not value:
             raise UsageError(f"{path}: {key} has no value; give a list of one or more")
@@ -79,8 +93,11 @@ def _values(path: Path, key: str, value: object) -> list[object]:
     if isinstance(value, Mapping) and set(value) == {"from", "to", "step"}:
         start, stop, step = value["from"], value["to"], value["step"]
         numbers = [start, stop, step]
-        if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
-            raise UsageError(f"{path}: {key}: a range's from, to and step are numbers")
+        if not all(
+            isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n)
+            for n in numbers
+        ):
+            raise UsageError(f"{path}: {key}: a range's from, to and step are finite numbers")
         if not (step > 0 and stop >= start):
             raise UsageError(f"{path}: {key}: a range needs step > 0 and to >= from")
         count = math.floor((stop - start) / step + 1e-9) + 1
@@ -102,21 +119,30 @@ def read_search_space(path: Path) -> dict[str, list[object]]:
     try:
         text = path.read_bytes().decode("utf-8")
         document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        place = _PLACE.search(message)
+        if place is None:
+            raise UsageError(f"{path}: invalid TOML: {message}") from None
+        raise UsageError(
+            f"{path}:{place.group(1)}: invalid TOML: {message[: place.start()]} "
+            f"(column {place.group(2)})"
+        ) from None
     except FileNotFoundError:
         raise UsageError(f"{path}: no such search-space file") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the search-space file: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: expected UTF-8 TOML, found {exc.reason}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path}: invalid TOML: {exc}") from None
-    unknown = sorted(set(document) - set(KEYS))
-    if unknown:
-        raise UsageError(
-            f"{path}: unknown key(s) {', '.join(map(repr, unknown))}; expected some of "
-            f"{', '.join(KEYS)}"
-        )
-    return {key: _values(path, key, document[key]) for key in KEYS if key in document}
+    for key in document:
+        if key not in KEYS:
+            raise UsageError(
+                f"{_where(path, text, key)}: unknown key {key!r}; expected some of "
+                f"{', '.join(KEYS)}"
+            )
+    return {
+        key: _values(_where(path, text, key), key, document[key]) for key in KEYS if key in document
+    }
 
 
 def _profile(name: str, point: dict[str, Any]) -> hotmem.Profile | None:

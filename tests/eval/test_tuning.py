@@ -53,9 +53,52 @@ def test_the_search_space_reads_grids_and_ranges(tmp_path: Path) -> None:
     assert [p.name for p in found] == [f"c{n:04d}" for n in range(1, 13)]
     assert found[0].lexical is None
     assert (found[0].fusion, found[-1].fusion) == ("weighted", "rrf")
-    path.write_text("vector_wieght = [1]\n")
-    with pytest.raises(UsageError, match="unknown key\\(s\\) 'vector_wieght'"):
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('fusion = ["rrf"]\nvector_wieght = [1]\n', ":2: unknown key 'vector_wieght'; expected"),
+        ("fusion = [\"rrf\"]\nvector_floor = [0.2,, 0.3]\n", ":2: invalid TOML: "),
+        ("importance = []\n", ":1: importance has no value"),
+        ("depth = { from = 1, to = inf, step = 1 }\n", ":1: depth: a range's from, to and step"),
+        ("rrf_k = { from = 5, to = 1, step = 1 }\n", ":1: rrf_k: a range needs step > 0"),
+        ("importance = 0.2\n", ":1: importance takes a list of values or a range"),
+    ],
+)
+def test_a_bad_search_space_names_the_file_and_line(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "space.toml"
+    path.write_text(text)
+    with pytest.raises(UsageError) as raised:
         read_search_space(path)
+    assert str(raised.value).startswith(f"{path}{message}")
+
+
+def test_a_combination_that_is_no_profile_is_named() -> None:
+    with pytest.raises(UsageError, match=r"the combination .* is not a profile"):
+        candidates({"vector_weight": [-1.0]}, source="space.toml")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--spaces", "nope"], "hotmem-eval: --spaces: expected distinct spaces of"),
+        (["--folds", "1"], "hotmem-eval: --folds: expected 2 or more, found 1"),
+        (["--objective", "ndcg"], "argument --objective: expected METRIC@K"),
+    ],
+)
+def test_bad_tune_arguments_exit_2_with_one_line(
+    arguments: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        code = main(["tune", "--collection", str(FIXTURE), *arguments])
+    except SystemExit as stopped:  # argparse's own errors
+        code = int(stopped.code or 0)
+    captured = capsys.readouterr()
+    assert (code, captured.out) == (2, "")
+    assert message in captured.err
 
 
 def test_every_fold_choice_ignores_its_own_queries() -> None:
