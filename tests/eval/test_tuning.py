@@ -59,7 +59,7 @@ def test_the_search_space_reads_grids_and_ranges(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ('fusion = ["rrf"]\nvector_wieght = [1]\n', ":2: unknown key 'vector_wieght'; expected"),
-        ("fusion = [\"rrf\"]\nvector_floor = [0.2,, 0.3]\n", ":2: invalid TOML: "),
+        ('fusion = ["rrf"]\nvector_floor = [0.2,, 0.3]\n', ":2: invalid TOML: "),
         ("importance = []\n", ":1: importance has no value"),
         ("depth = { from = 1, to = inf, step = 1 }\n", ":1: depth: a range's from, to and step"),
         ("rrf_k = { from = 5, to = 1, step = 1 }\n", ":1: rrf_k: a range needs step > 0"),
