@@ -253,3 +253,26 @@ def test_a_store_whose_default_needs_the_extra_is_refused_at_open(tmp_path: Path
     assert refused in err
     assert found["set_default"] == 0
     assert found["after"] == ["default", ["m-oslo"]]
+
+
+@pytest.mark.slow
+def test_hotmem_mcp_without_the_extra_exits_2_with_the_install_hint(tmp_path: Path) -> None:
+    python = venv_without_extras(tmp_path)
+    path = tmp_path / "plain.db"
+    import hotmem
+
+    with hotmem.open_store(path) as store:
+        store.add("A fact.", identifier="a")
+    done = subprocess.run(
+        [str(python), "-m", "hotmem", "--db", str(path), "mcp"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env={"PATH": os.environ["PATH"]},
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "hotmem: the MCP server needs the 'mcp' extra, which is not installed; install it with "
+        "pip install '.[mcp]' in a HotMem checkout (with uv: uv sync --extra mcp)\n"
+    )

@@ -17,6 +17,7 @@ from contextlib import suppress
 
 from hotmem import __version__
 from hotmem.cli.common import exit_code_of, quiet_stdout
+from hotmem.cli.mcp import cmd_mcp, configure_mcp
 from hotmem.cli.memories import (
     cmd_add,
     cmd_delete,
@@ -119,6 +120,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handle
         configure_hydrate,
         cmd_hydrate,
     ),
+    "mcp": ("serve the store to agents over MCP (stdio)", configure_mcp, cmd_mcp),
 }
 
 
