@@ -34,6 +34,7 @@ ARGUMENTS = {
     "snapshot": ["out.hotmem"],
     "verify": ["p.hotmem"],
     "hydrate": ["p.hotmem"],
+    "mcp": ["--files", "files"],
 }
 
 
