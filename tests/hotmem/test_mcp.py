@@ -25,9 +25,9 @@ pytestmark = pytest.mark.slow
 Session = Callable[[ClientSession], Awaitable[Any]]
 
 
-def serve(db: Path, work: Session, files: Path | None = None) -> Any:
+def serve(db: Path, work: Session, files: Path | None = None, *, busy: float = 10.0) -> Any:
     """Start ``hotmem mcp`` on ``db``, run ``work`` with a connected client, return its value."""
-    args = ["-m", "hotmem", "--db", str(db), "mcp"]
+    args = ["-m", "hotmem", "--db", str(db), "--busy-timeout", str(busy), "mcp"]
     if files is not None:
         args += ["--files", str(files)]
     params = StdioServerParameters(
@@ -254,3 +254,26 @@ def test_mcp_without_a_store_exits_2(tmp_path: Path) -> None:
     )
     assert (done.returncode, done.stdout) == (2, "")
     assert "no store at" in done.stderr
+
+
+def test_a_store_locked_past_the_busy_timeout_is_a_tool_error(db: Path) -> None:
+    import sqlite3
+
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process's write, held
+    try:
+
+        async def work(session: ClientSession) -> tuple[bool, str, bool]:
+            added = await session.call_tool("add_memory", {"identifier": "a", "fact": "x"})
+            searched = await session.call_tool("search_memories", {"query": "invoices"})
+            return bool(added.is_error), text(added), bool(searched.is_error)
+
+        is_error, message, search_failed = serve(db, work, busy=0.2)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert is_error
+    assert "another connection held its write lock for longer than the busy timeout (0.2 s)" in (
+        message
+    )
+    assert not search_failed  # reads go on while another process writes

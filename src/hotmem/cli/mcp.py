@@ -39,7 +39,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         )
     from hotmem.mcp.server import build_server  # the extra's modules load here
 
-    server, store = build_server(path, files)
+    server, store = build_server(path, files, busy_timeout=args.busy_timeout)
     try:
         server.run("stdio")
     finally:

@@ -143,13 +143,14 @@ class _Store:
     loop's thread, one at a time, so one connection serves them all (another process's
     writes are seen at the next call, as for any open store)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, busy_timeout: float) -> None:
         self.path = path
+        self.busy_timeout = busy_timeout
         self.opened: hotmem.MemoryStore | None = None
 
     def __call__(self) -> hotmem.MemoryStore:
         if self.opened is None:
-            self.opened = hotmem.open_store(self.path)
+            self.opened = hotmem.open_store(self.path, busy_timeout=self.busy_timeout)
         return self.opened
 
     def close(self) -> None:
@@ -158,15 +159,18 @@ class _Store:
             self.opened = None
 
 
-def build_server(db: Path, files: Path | None = None) -> tuple[MCPServer[Any], _Store]:
-    """The server over the store at ``db``, and the store it keeps open (to close)."""
+def build_server(
+    db: Path, files: Path | None = None, *, busy_timeout: float = hotmem.BUSY_TIMEOUT
+) -> tuple[MCPServer[Any], _Store]:
+    """The server over the store at ``db`` (its writes waiting ``busy_timeout`` seconds for
+    another process's write lock), and the store it keeps open (to close)."""
     server: MCPServer[Any] = MCPServer(
         "hotmem",
         version=hotmem.__version__,
         instructions="A local memory store: add facts scoped to an identifier, search them.",
     )
     directory = _Files(files)
-    store = _Store(db)
+    store = _Store(db, busy_timeout)
 
     @server.tool()
     async def add_memory(
