@@ -276,3 +276,51 @@ def test_hotmem_mcp_without_the_extra_exits_2_with_the_install_hint(tmp_path: Pa
         "hotmem: the MCP server needs the 'mcp' extra, which is not installed; install it with "
         "pip install '.[mcp]' in a HotMem checkout (with uv: uv sync --extra mcp)\n"
     )
+
+
+@pytest.mark.slow
+def test_over_mcp_a_missing_extra_is_a_tool_error(tmp_path: Path) -> None:
+    """A server installed with the mcp extra but not the semantic one: a search of the
+    semantic profile answers with the install hint, and the server goes on."""
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    environment = tmp_path / "venv-mcp"
+    python = environment / "bin" / "python"
+    subprocess.run(
+        [uv(), "venv", "--quiet", "--python", sys.executable, str(environment)], check=True
+    )
+    install = [uv(), "pip", "install", "--quiet", "--offline", "--python", str(python)]
+    subprocess.run([*install, f"{ROOT}[mcp]"], check=True)
+    import hotmem
+
+    path = tmp_path / "semantic.db"
+    with hotmem.open_store(path) as store:
+        store.add("The Oslo office closes on Saturdays.", identifier="a", memory_id="m-oslo")
+        store.add_space("all-minilm-l6-v2")
+    params = StdioServerParameters(
+        command=str(python), args=["-m", "hotmem", "--db", str(path), "mcp"], env={}
+    )
+
+    async def run() -> tuple[bool, str, list[str]]:
+        with open(os.devnull, "w") as quiet:
+            async with (
+                stdio_client(params, errlog=quiet) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                failed = await session.call_tool(
+                    "search_memories", {"query": "Oslo", "profile": "semantic"}
+                )
+                found = await session.call_tool("search_memories", {"query": "Oslo office"})
+                assert found.structured_content is not None
+                ids = [m["memory_id"] for m in found.structured_content["memories"]]
+                return bool(failed.is_error), failed.content[0].text, ids
+
+    is_error, message, ids = anyio.run(run)
+    assert is_error
+    assert "needs the 'semantic' extra, which is not installed" in message
+    assert "uv sync --extra semantic" in message
+    assert ids == ["m-oslo"]
