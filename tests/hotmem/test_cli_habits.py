@@ -35,6 +35,9 @@ ARGUMENTS = {
     "verify": ["p.hotmem"],
     "hydrate": ["p.hotmem"],
     "mcp": ["--files", "files"],
+    "list": [],
+    "get": ["m-1"],
+    "export": ["out.jsonl"],
 }
 
 

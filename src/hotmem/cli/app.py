@@ -17,6 +17,14 @@ from contextlib import suppress
 
 from hotmem import __version__
 from hotmem.cli.common import exit_code_of, quiet_stdout
+from hotmem.cli.listing import (
+    cmd_export,
+    cmd_get,
+    cmd_list,
+    configure_export,
+    configure_get,
+    configure_list,
+)
 from hotmem.cli.mcp import cmd_mcp, configure_mcp
 from hotmem.cli.memories import (
     cmd_add,
@@ -112,6 +120,9 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handle
         configure_reindex,
         cmd_reindex,
     ),
+    "list": ("list the memories, by memory_id", configure_list, cmd_list),
+    "get": ("print one memory", configure_get, cmd_get),
+    "export": ("write the memories as JSON Lines that import reads", configure_export, cmd_export),
     "delete": ("delete one memory", configure_delete, cmd_delete),
     "snapshot": ("write the store to a portable package", configure_snapshot, cmd_snapshot),
     "verify": ("verify a package without trusting it", configure_verify, cmd_verify),
