@@ -148,3 +148,8 @@ def memory_from_mapping(record: Mapping[str, object], *, clock: Clock = system_c
         created_at=record.get("created_at"),
         clock=clock,
     )
+
+
+def count_of(count: int, singular: str, plural: str) -> str:
+    """``count`` with the word that agrees with it: ``1 memory``, ``2 memories``, ``0 memories``."""
+    return f"{count} {singular if count == 1 else plural}"

@@ -132,7 +132,7 @@ def test_a_bom_at_the_start_of_an_import_file_is_fine(tmp_path: Path) -> None:
     path = _file(tmp_path, b"\xef\xbb\xbf" + MEMORY + b"}\r\n")
     assert hotmem_cli("import", str(path), db=tmp_path / "s.db") == (
         0,
-        b"imported 1 memories\n",
+        b"imported 1 memory\n",
         "",
     )
 

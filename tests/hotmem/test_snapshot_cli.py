@@ -99,7 +99,7 @@ def test_verify_reports_every_problem_and_exits_1(
         (["hydrate", "missing.zip", "--db", "t.db"], 2, "cannot read package 'missing.zip'"),
         (["snapshot", "p.zip"], 2, "hotmem: 'p.zip' already exists; pass --force to replace it"),
         (["snapshot", "nowhere/p.zip"], 2, "its directory does not exist"),
-        (["hydrate", "p.zip", "--db", "full.db"], 1, "holds 1 memories"),
+        (["hydrate", "p.zip", "--db", "full.db"], 1, "holds 1 memory"),
         (["hydrate", "bad.zip", "--db", "t.db"], 1, "failed verification with"),
     ],
 )

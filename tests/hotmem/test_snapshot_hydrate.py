@@ -191,7 +191,7 @@ def leftover_journal(path: Path) -> None:
 @pytest.mark.parametrize(
     ("prepare", "message"),
     [
-        (full_store, "holds 1 memories; hydrate needs a new or empty store"),
+        (full_store, "holds 1 memory; hydrate needs a new or empty store"),
         (other_sqlite, "is a SQLite database but not a HotMem store"),
         (lambda path: path.write_text("my notes\n" * 100), "is not a HotMem store"),
         (lambda path: path.mkdir(), "it is a directory, not a regular file"),

@@ -19,7 +19,7 @@ from hotmem.cli.support import (
 )
 from hotmem.errors import ValidationError
 from hotmem.jsonl import JsonlProblem, JsonlRecord, read_jsonl
-from hotmem.models import memory_from_mapping
+from hotmem.models import count_of, memory_from_mapping
 from hotmem.progress import Progress
 from hotmem.retrieval.diagnosis import diagnose
 from hotmem.retrieval.fusion import MIN_SIMILARITY
@@ -133,7 +133,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         created_store(args) as store,
     ):
         added = store.add_stream(_counted(chain([first], records), progress))
-    print(f"imported {added} memories")
+    print(f"imported {count_of(added, 'memory', 'memories')}")
     return EXIT_OK
 
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from hotmem.cli.support import UserInputError, db_path, existing_store, print_json
+from hotmem.models import count_of
 from hotmem.progress import Progress
 from hotmem.snapshot import hydrate, verify_snapshot
 from hotmem.snapshot._files import output_refusal, store_file_names
@@ -52,7 +53,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         )
     else:
         print(
-            f"wrote {report.record_count} memories to {report.path} "
+            f"wrote {count_of(report.record_count, 'memory', 'memories')} to {report.path} "
             f"({report.size} bytes, content digest {report.content_digest})"
         )
     return EXIT_OK
@@ -70,7 +71,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report.to_dict())
     elif report.ok:
-        print(f"ok: {report.record_count} memories, content digest {report.content_digest}")
+        print(
+            f"ok: {count_of(report.record_count, 'memory', 'memories')}, "
+            f"content digest {report.content_digest}"
+        )
         for space, reason in report.not_recomputed:
             print(f"  vectors of space {space!r} not recomputed: {reason}")
     else:
@@ -96,7 +100,7 @@ def cmd_hydrate(args: argparse.Namespace) -> int:
             progress=progress,
         )
     print(
-        f"hydrated {report.record_count} memories into {report.target} "
+        f"hydrated {count_of(report.record_count, 'memory', 'memories')} into {report.target} "
         f"(content digest {report.content_digest})"
     )
     for space, action in report.spaces:

@@ -27,6 +27,7 @@ from typing import Any
 
 from hotmem.embedding.hash_v1 import MODEL_NAME, VECTOR_BYTES, embed_bytes
 from hotmem.errors import HydrationError, VerificationError
+from hotmem.models import count_of
 from hotmem.progress import ProgressCallback
 from hotmem.snapshot._files import (
     RENAMES_OPEN_FILES,
@@ -130,7 +131,8 @@ def check_target(target: Path) -> None:
     count = _memories_in(target)
     if count:
         raise HydrationError(
-            f"target {str(target)!r} holds {count} memories; hydrate needs a new or empty store"
+            f"target {str(target)!r} holds {count_of(count, 'memory', 'memories')}; hydrate needs "
+            "a new or empty store"
         )
 
 
