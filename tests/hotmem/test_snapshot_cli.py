@@ -146,3 +146,19 @@ def test_the_installed_command(home: Path, source: Path, tmp_path: Path) -> None
     assert completed.returncode == 1
     assert "Traceback" not in completed.stderr
     assert completed.stderr.startswith("hotmem: package 'cut.zip' failed verification")
+
+
+def test_a_package_given_as_the_store_says_to_hydrate_it(
+    home: Path, source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    package = tmp_path / "p.hotmem"
+    assert run(capsys, "--db", str(source), "snapshot", str(package))[0] == 0
+    before = package.read_bytes()
+    code, out, err = run(capsys, "--db", str(package), "search", "anything")
+    assert (code, out) == (1, "")
+    assert err == (
+        f"hotmem: cannot open store {str(package)!r}: expected a SQLite database, found 'file "
+        "is not a database'; it is a ZIP file, as a HotMem package is: check it with `hotmem "
+        f"verify {package}` and make a store of it with `hotmem --db NEW.db hydrate {package}`\n"
+    )
+    assert package.read_bytes() == before  # the package is left as it was

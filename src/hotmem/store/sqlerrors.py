@@ -64,8 +64,26 @@ def store_error(exc: sqlite3.Error, target: str, action: str, busy_timeout: floa
     found = str(exc)
     for prefix, reason in _REASONS:
         if name.startswith(prefix):
-            return StoreError(f"cannot {action} store {target!r}: {reason(found, busy_timeout)}")
+            hint = _package_hint(target) if prefix == "SQLITE_NOTADB" else ""
+            return StoreError(
+                f"cannot {action} store {target!r}: {reason(found, busy_timeout)}{hint}"
+            )
     return StoreError(f"cannot {action} store {target!r}: SQLite reported {found!r}")
+
+
+def _package_hint(target: str) -> str:
+    """What to do with a ZIP file given as a store: a package is hydrated, not opened."""
+    try:
+        with open(target, "rb") as file:
+            magic = file.read(4)
+    except OSError:
+        return ""
+    if magic != b"PK\x03\x04":
+        return ""
+    return (
+        "; it is a ZIP file, as a HotMem package is: check it with `hotmem verify "
+        f"{target}` and make a store of it with `hotmem --db NEW.db hydrate {target}`"
+    )
 
 
 @contextmanager
