@@ -102,3 +102,31 @@ def test_export_refuses_a_directory_and_leaves_nothing(
     assert (code, out) == (2, "")
     assert err == f"hotmem: {target}: exists and is not a regular file\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "s.db"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "ending"),
+    [
+        (["serach", "x"], "; did you mean 'search'?"),
+        (["expotr"], "; did you mean 'export'?"),
+        (
+            ["search", "x", "--identifer", "a"],
+            "unrecognized arguments: --identifer a; did you mean '--identifier'?",
+        ),
+        (["search", "x", "--limt=3"], "; did you mean '--limit'?"),
+    ],
+)
+def test_a_misspelt_command_or_option_gets_the_closest(
+    argv: list[str], ending: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2
+    assert err.splitlines()[-1].endswith(ending)
+
+
+def test_nothing_close_suggests_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["zzzz"])
+    assert "did you mean" not in capsys.readouterr().err

@@ -10,10 +10,13 @@ command quietly. Long work shows progress on stderr when it is a terminal (``pro
 from __future__ import annotations
 
 import argparse
+import difflib
 import io
+import re
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import suppress
+from typing import NoReturn
 
 from hotmem import __version__
 from hotmem.cli.common import exit_code_of, quiet_stdout
@@ -135,8 +138,43 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handle
 }
 
 
+def _options(parser: argparse.ArgumentParser) -> list[str]:
+    """Every option string of ``parser`` and of its commands' parsers."""
+    found = []
+    for action in parser._actions:
+        found += [o for o in action.option_strings if o.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                found += _options(child)
+    return sorted(set(found))
+
+
+def _suggestion(parser: argparse.ArgumentParser, message: str) -> str:
+    """``; did you mean '...'?`` for a misspelt command or option, else ``""``."""
+    choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if choice is not None:
+        known = re.findall(r"'([^']*)'", choice.group(2))
+        close = difflib.get_close_matches(choice.group(1), known, n=1, cutoff=0.6)
+        return f"; did you mean {close[0]!r}?" if close else ""
+    unknown = re.search(r"unrecognized arguments: (.*)", message)
+    if unknown is not None:
+        options = _options(parser)
+        for word in unknown.group(1).split():
+            close = difflib.get_close_matches(word.split("=")[0], options, n=1, cutoff=0.75)
+            if word.startswith("--") and close:
+                return f"; did you mean {close[0]!r}?"
+    return ""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors suggest the closest command or option."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(message + _suggestion(self, message))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="hotmem", description="HotMem: a local-first memory store for software agents."
     )
     parser.add_argument("--version", action="version", version=f"hotmem {__version__}")
