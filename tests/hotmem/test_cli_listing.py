@@ -130,3 +130,24 @@ def test_nothing_close_suggests_nothing(capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(SystemExit):
         main(["zzzz"])
     assert "did you mean" not in capsys.readouterr().err
+
+
+def test_an_empty_search_says_why_on_stderr(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "--db", str(db), "search", "invoices", "--identifier", "acm") == (
+        0,
+        "no results\n",
+        "hotmem: no memory has identifier 'acm'; did you mean 'acme'?\n",
+    )
+    with hotmem.open_store(db) as store:
+        [closest] = hotmem.search_memories(store, "xylophone quartet", limit=1, min_similarity=-1.0)
+    code, out, err = run(capsys, "--db", str(db), "search", "xylophone quartet")
+    assert (code, out) == (0, "no results\n")
+    assert err == (
+        "hotmem: no memory passed the relevance floor of profile 'default' (0.4); the closest "
+        f"is {closest.memory_id} (cosine {closest.components.cosine:.4f}): `hotmem explain` "
+        "says why, --min-similarity lowers the floor\n"
+    )
+    # JSON keeps stdout parseable and says why on stderr too
+    code, out, err = run(capsys, "--db", str(db), "search", "x", "--identifier", "nobody", "--json")
+    assert (code, json.loads(out)) == (0, [])
+    assert err == "hotmem: no memory has identifier 'nobody'\n"

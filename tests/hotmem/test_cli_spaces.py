@@ -32,7 +32,9 @@ def test_reindex_creates_completes_rebuilds_and_drops_a_space(
     db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     query = "When is the Norwegian branch shut?"
-    assert run(capsys, "--db", db, "search", query) == (0, "no results\n", "")
+    code, out, err = run(capsys, "--db", db, "search", query)
+    assert (code, out) == (0, "no results\n")
+    assert err.startswith("hotmem: no memory passed the relevance floor of profile 'default'")
     code, _, err = run(capsys, "--db", db, "search", query, "--profile", "semantic")
     assert (code, err) == (
         2,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Iterator
 from itertools import chain
@@ -23,9 +24,10 @@ from hotmem.models import count_of, memory_from_mapping
 from hotmem.progress import Progress
 from hotmem.retrieval.diagnosis import diagnose
 from hotmem.retrieval.fusion import MIN_SIMILARITY
-from hotmem.retrieval.profiles import PROFILES
+from hotmem.retrieval.profiles import PROFILES, Profile
 from hotmem.retrieval.request import SearchRequest
 from hotmem.retrieval.search import search_memories
+from hotmem.store.memory_store import MemoryStore
 
 __all__ = [
     "MAX_REPORTED_PROBLEMS",
@@ -146,14 +148,59 @@ def cmd_search(args: argparse.Namespace) -> int:
         results = search_memories(
             store, args.query, identifier=args.identifier, limit=args.limit, profile=profile
         )
+        why = "" if results else _why_empty(store, args, profile)
     if args.json:
         print_json([r.to_dict() for r in results])
+        if why:
+            print(f"hotmem: {why}", file=sys.stderr)
         return EXIT_OK
     if not results:
         print("no results")
+        if why:
+            print(f"hotmem: {why}", file=sys.stderr)
     for r in results:
         print("\n".join(result_lines(r, explain=args.explain, profile=profile)))
     return EXIT_OK
+
+
+def _why_empty(store: MemoryStore, args: argparse.Namespace, profile: Profile) -> str:
+    """One line on why a search returned nothing: an identifier no memory has (with the
+    closest ones), or every candidate below the profile's floor (with the closest memory)."""
+    identifiers = store.identifiers()
+    if args.identifier is not None and args.identifier not in identifiers:
+        close = difflib.get_close_matches(args.identifier, list(identifiers), n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        return f"no memory has identifier {args.identifier!r}{hint}"
+    if profile.vector is None or not store.count(args.identifier):
+        return ""
+    closest = search_memories(
+        store,
+        args.query,
+        identifier=args.identifier,
+        limit=1,
+        profile=profile,
+        min_similarity=-1.0,
+    )
+    if not closest:
+        return ""
+    best = closest[0]
+    other = next(
+        (
+            name
+            for name, candidate in PROFILES.items()
+            for space in store.spaces
+            if candidate.vector is not None
+            and candidate.vector.space == space.name != profile.vector.space
+        ),
+        None,
+    )
+    hint = f"; --profile {other} searches a space this store has too" if other else ""
+    return (
+        f"no memory passed the relevance floor of profile {profile.name!r} "
+        f"({profile.vector.floor:g}); the closest is {best.memory_id} (cosine "
+        f"{best.components.cosine:.4f}): `hotmem explain` says why, --min-similarity lowers "
+        f"the floor{hint}"
+    )
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
