@@ -236,6 +236,7 @@ READ_ONLY = textwrap.dedent(
     import importlib.util
     if importlib.util.find_spec("numpy"):  # the numpy engine's, too
         import hotmem.retrieval.vectorized
+    import hotmem.store.reindex  # and a write's (a checkout may be readable by its owner only)
     if os.geteuid() == 0:  # root ignores permissions: drop to nobody once imports are done
         os.setgid(65534)
         os.setuid(65534)
