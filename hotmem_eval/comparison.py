@@ -48,6 +48,7 @@ __all__ = [
     "PROFILE_PER_QUERY_COLUMNS",
     "Better",
     "compare_profiles",
+    "compared_metrics",
     "paired_deltas",
 ]
 
@@ -119,6 +120,13 @@ COMPARISON_COLUMNS: Final[dict[str, pl.DataType]] = {
 #: The metrics that read a fixture's near-duplicate groups: without groups (a collection of
 #: the field's formats) they restate recall and nDCG, so comparisons leave them out.
 GROUP_METRICS: Final = ("group_recall_at_k", "alpha_ndcg_at_k")
+
+
+def compared_metrics(groups: bool) -> tuple[str, ...]:
+    """The metrics ``compare_profiles`` compares for a fixture with (or without) near-duplicate
+    groups: every one of ``COMPARED_METRICS``, or all but ``GROUP_METRICS``."""
+    return tuple(m for m in COMPARED_METRICS if groups or m not in GROUP_METRICS)
+
 
 _KEY = ["query_id", "category", "metric", "applicable"]
 

@@ -160,7 +160,7 @@ def _facts(run: EvalRun, queries: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def _timings(run: EvalRun) -> dict[str, Any]:
-    t = run.transfer
+    t = run.transfer.package
     records = t.source_rows
 
     def rate(seconds: float) -> float | None:
@@ -187,10 +187,13 @@ def transfer_block(run: EvalRun) -> dict[str, Any]:
         "total_queries": t.total_queries,
         "sampled": t.total_queries < run.fixture.queries.num_rows,
         "rate": t.equivalent_queries / t.total_queries if t.total_queries else None,
-        "source_rows": t.source_rows,
-        "hydrated_rows": t.hydrated_rows,
-        "fts_integrity": {"source": t.source_fts_integrity, "hydrated": t.hydrated_fts_integrity},
-        "verify": {"ok": t.verify_ok, "problems": list(t.verify_problems)},
+        "source_rows": t.package.source_rows,
+        "hydrated_rows": t.package.hydrated_rows,
+        "fts_integrity": {
+            "source": t.package.source_fts_integrity,
+            "hydrated": t.package.hydrated_fts_integrity,
+        },
+        "verify": {"ok": t.package.verify_ok, "problems": list(t.package.verify_problems)},
         "drift": [dict(d) for d in t.drift],
     }
 

@@ -21,12 +21,7 @@ from typing import Any
 import polars as pl
 
 from hotmem_eval.adoption import adoption_block, decide_adoption
-from hotmem_eval.comparison import (
-    COMPARED_METRICS,
-    COMPARISON_COLUMNS,
-    GROUP_METRICS,
-    compare_profiles,
-)
+from hotmem_eval.comparison import COMPARISON_COLUMNS, compare_profiles, compared_metrics
 from hotmem_eval.errors import EvalError
 from hotmem_eval.evaluate import Ablation, EvalRun
 from hotmem_eval.result import (
@@ -51,8 +46,9 @@ def comparison_rows(
 ) -> list[dict[str, Any]]:
     """``compare_profiles`` of ``names`` (baseline first) as JSON-ready objects; without
     ``groups`` (a fixture with no near-duplicate group), the group metrics are left out."""
-    metrics = () if groups else tuple(m for m in COMPARED_METRICS if m not in GROUP_METRICS)
-    return compare_profiles(per_query, profiles=list(names), metrics=metrics).to_dicts()
+    return compare_profiles(
+        per_query, profiles=list(names), metrics=compared_metrics(groups)
+    ).to_dicts()
 
 
 def build_profiles_result(

@@ -54,27 +54,6 @@ print(len(found), flush=True)
 """
 
 
-@dataclass(frozen=True, slots=True)
-class TransferOutcome:
-    """What snapshot -> verify -> hydrate did to retrieval, and how long each step took."""
-
-    comparison: pa.Table
-    drift: tuple[dict[str, object], ...]
-    equivalent_queries: int
-    total_queries: int
-    source_rows: int
-    hydrated_rows: int
-    source_fts_integrity: str
-    hydrated_fts_integrity: str
-    verify_ok: bool
-    verify_problems: tuple[str, ...]
-    package_bytes: int
-    snapshot_s: float
-    verify_s: float
-    hydrate_s: float
-    cold_start_s: float
-
-
 def _slots(query_id: str, a: list[Any], b: list[Any]) -> list[dict[str, object]]:
     """One comparison row per rank of either run's results for ``query_id``."""
     rows: list[dict[str, object]] = []
@@ -158,6 +137,7 @@ class Package:
 
     path: Path
     hydrated: Path
+    package_bytes: int
     source_rows: int
     hydrated_rows: int
     source_fts_integrity: str
@@ -168,6 +148,19 @@ class Package:
     verify_s: float
     hydrate_s: float
     cold_start_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class TransferOutcome:
+    """What snapshot -> verify -> hydrate did to one profile's retrieval: its queries re-run
+    in ``package``'s hydrated store (the package, its checks and timings, shared by every
+    profile of the run)."""
+
+    comparison: pa.Table
+    drift: tuple[dict[str, object], ...]
+    equivalent_queries: int
+    total_queries: int
+    package: Package
 
 
 def transfer_package(store: hotmem.MemoryStore, workdir: Path, first_query: str) -> Package:
@@ -191,6 +184,7 @@ def transfer_package(store: hotmem.MemoryStore, workdir: Path, first_query: str)
     return Package(
         path=package,
         hydrated=target,
+        package_bytes=package.stat().st_size,
         source_rows=store.count(),
         hydrated_rows=hydrated_rows,
         source_fts_integrity=_fts_integrity(store),
@@ -224,17 +218,7 @@ def rerun_transfer(
         drift=drift,
         equivalent_queries=equivalent,
         total_queries=queries.num_rows,
-        source_rows=package.source_rows,
-        hydrated_rows=package.hydrated_rows,
-        source_fts_integrity=package.source_fts_integrity,
-        hydrated_fts_integrity=package.hydrated_fts_integrity,
-        verify_ok=package.verify_ok,
-        verify_problems=package.verify_problems,
-        package_bytes=package.path.stat().st_size,
-        snapshot_s=package.snapshot_s,
-        verify_s=package.verify_s,
-        hydrate_s=package.hydrate_s,
-        cold_start_s=package.cold_start_s,
+        package=package,
     )
 
 

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 import hotmem
 from hotmem_eval.channel_frame import ChannelFrame, channel_frame, fused_ranking
-from hotmem_eval.comparison import COMPARED_METRICS, GROUP_METRICS, compare_profiles
+from hotmem_eval.comparison import compare_profiles, compared_metrics
 from hotmem_eval.errors import EvalError
 from hotmem_eval.fixtures import Fixture
 from hotmem_eval.metrics import per_query_metrics
@@ -226,8 +226,7 @@ def tune(
     chosen = int(np.argmax(overall))
     tuned = _out_of_fold_frame(frames, judged, chosen_rows, query_ids)
     stacked, comparisons = [tuned], []
-    grouped = fixture.groups.num_rows > 0  # without groups, the group metrics restate others
-    metrics = () if grouped else tuple(m for m in COMPARED_METRICS if m not in GROUP_METRICS)
+    metrics = compared_metrics(fixture.groups.num_rows > 0)  # groups: else they restate others
     for baseline in baselines:
         scores = _per_query(frame, fixture, baseline, k).with_columns(profile=pl.lit(baseline.name))
         stacked.append(scores)

@@ -4,6 +4,7 @@ byte for byte."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,9 @@ def test_export_round_trips_through_import_byte_for_byte(
     code, out, err = run(capsys, "--db", str(db), "export", str(exported))
     assert (code, out, err) == (0, "", f"exported 3 memories to {exported}\n")
     first = exported.read_bytes()
+    umask = os.umask(0)
+    os.umask(umask)
+    assert exported.stat().st_mode & 0o777 == 0o666 & ~umask  # not a temporary file's 0600
     assert first.decode().splitlines()[0] == (
         '{"memory_id": "m-1", "identifier": "acme", "fact": "Invoices above EUR 5,000 need two '
         'approvals.", "importance": 0.5, "tags": ["finance"], "created_at": '
@@ -100,7 +104,7 @@ def test_export_refuses_a_directory_and_leaves_nothing(
     target.mkdir()
     code, out, err = run(capsys, "--db", str(db), "export", str(target))
     assert (code, out) == (2, "")
-    assert err == f"hotmem: {target}: exists and is not a regular file\n"
+    assert err == f"hotmem: cannot write {str(target)!r}: it is a directory, not a regular file\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "s.db"]
 
 

@@ -11,11 +11,11 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from hotmem.cli.support import UserInputError, existing_store, print_json
-from hotmem.models import Memory
+from hotmem.models import Memory, count_of
+from hotmem.snapshot._files import create_beside, output_refusal
 
 __all__ = [
     "cmd_export",
@@ -75,20 +75,18 @@ def cmd_export(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return EXIT_OK
     target = Path(args.file)
-    if target.exists() and not target.is_file():
-        raise UserInputError(f"hotmem: {args.file}: exists and is not a regular file")
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+    refusal = output_refusal(target)
+    if refusal is not None:
+        raise UserInputError(f"hotmem: {refusal}")
+    descriptor, temporary = create_beside(target, ".tmp")  # the usual permissions, locked
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
+        with os.fdopen(descriptor, "w", encoding="utf-8", newline="\n") as out:
             out.write(text)
         os.replace(temporary, target)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
-    print(
-        f"exported {len(lines)} memor{'y' if len(lines) == 1 else 'ies'} to {args.file}",
-        file=sys.stderr,
-    )
+    print(f"exported {count_of(len(lines), 'memory', 'memories')} to {args.file}", file=sys.stderr)
     return EXIT_OK
 
 
