@@ -55,7 +55,7 @@ def breakdown() -> list[tuple[str, float]]:
     from hotmem_eval.evaluate import EvalRun, evidence_from
     from hotmem_eval.fixtures import load_fixture
     from hotmem_eval.report import render_markdown
-    from hotmem_eval.result import build_result
+    from hotmem_eval.result_document import build_result
 
     lap("imports (polars, pyarrow, hotmem, hotmem_eval)")
     fixture = load_fixture(
@@ -97,7 +97,7 @@ def breakdown() -> list[tuple[str, float]]:
     )
     from datetime import UTC, datetime
 
-    document = build_result(evaluation, generated_at=datetime.now(UTC), git_commit=None)
+    document = build_result([evaluation], generated_at=datetime.now(UTC), git_commit=None)
     render_markdown(document)
     normalise(document)
     lap("JSON document, Markdown report, baseline normalisation")

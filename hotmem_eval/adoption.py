@@ -22,21 +22,13 @@ import polars as pl
 
 import hotmem
 from hotmem_eval.comparison_report import ALPHA
-from hotmem_eval.metric_registry import OVERALL
+from hotmem_eval.metric_registry import METRICS, OVERALL
 from hotmem_eval.paired import holm_adjust
 
-__all__ = ["LABELS", "OBJECTIVE", "Adoption", "Candidate", "adoption_block", "decide_adoption"]
+__all__ = ["OBJECTIVE", "Adoption", "Candidate", "adoption_block", "decide_adoption"]
 
 #: The metric a candidate must beat the baseline on (overall, at the run's first cutoff).
 OBJECTIVE: Final = "ndcg_at_k"
-#: How the report names an objective.
-LABELS: Final = {
-    "ndcg_at_k": "nDCG",
-    "recall_at_k": "R",
-    "mrr_at_k": "MRR",
-    "precision_at_k": "P",
-    "ap_at_k": "AP",
-}
 #: The metric a candidate must not lose significantly in any category.
 GUARDED: Final = "recall_at_k"
 
@@ -132,7 +124,7 @@ def decide_adoption(
     baseline, names = profiles[0].name, [p.name for p in profiles[1:]]
     candidates = _candidates(comparisons, names, objective)
     eligible = [c for c in candidates if c.eligible]
-    label = f"{LABELS.get(objective, objective)}@{k}"
+    label = METRICS[objective].label.format(k=k)
     if not eligible:
         return Adoption(
             baseline,

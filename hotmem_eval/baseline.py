@@ -19,6 +19,8 @@ from typing import Any
 
 from hotmem_eval.errors import EvalError
 from hotmem_eval.metric_registry import METRICS
+from hotmem_eval.result_document import profile_view
+from hotmem_eval.tables import markdown_table, text_frame
 
 __all__ = [
     "DIGITS",
@@ -47,8 +49,10 @@ def _round(value: Any) -> Any:
     return value
 
 
-def normalise(result: dict[str, Any]) -> dict[str, Any]:
-    """The deterministic part of a result document, rounded and ready to commit."""
+def normalise(document: dict[str, Any]) -> dict[str, Any]:
+    """The deterministic part of a result document's baseline profile (the first), rounded
+    and ready to commit."""
+    result = profile_view(document)
     config, fixture, transfer = result["configuration"], result["fixture"], result["transfer"]
     normalised = {
         "schema_version": result["schema_version"],
@@ -89,10 +93,9 @@ def normalise(result: dict[str, Any]) -> dict[str, Any]:
         "failed_query_ids": result["failed_query_ids"],
         "recommendation": {key: result["recommendation"][key] for key in ("rule", "code", "text")},
     }
-    if "adoption" in result:  # a run of several profiles: the decision before the rules
-        normalised["adoption"] = {
-            key: result["adoption"][key] for key in ("profile", "text", "command")
-        }
+    adoption = document.get("adoption")
+    if adoption is not None:  # a run of several profiles: the decision before the rules
+        normalised["adoption"] = {key: adoption[key] for key in ("profile", "text", "command")}
     rounded: dict[str, Any] = _round(normalised)
     return rounded
 
@@ -240,17 +243,15 @@ def render_diff(diff: BaselineDiff, *, limit: int = 60) -> str:
     """A readable table of the rows that changed, then the directional verdict."""
     if diff.identical:
         return "baseline: identical"
+    rows: list[tuple[object, ...]] = list(diff.changed[:limit])
+    if len(diff.changed) > limit:
+        rows.append(("...", f"{len(diff.changed) - limit} more", "", ""))
     lines = [
         f"baseline: {len(diff.changed)} row(s) changed",
         "",
-        "| where | field | baseline | now |",
+        *markdown_table(text_frame(["where", "field", "baseline", "now"], rows)),
+        "",
     ]
-    lines.append("|---|---|---|---|")
-    for where, field, a, b in diff.changed[:limit]:
-        lines.append(f"| {where} | {field} | {a} | {b} |")
-    if len(diff.changed) > limit:
-        lines.append(f"| ... | {len(diff.changed) - limit} more | | |")
-    lines.append("")
     for regression in diff.regressions:
         lines.append(f"WORSE  {regression}")
     for improvement in diff.improvements:

@@ -18,6 +18,7 @@ problem of the three files is reported at once, as ``path:line: reason``.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Final
 
@@ -30,6 +31,7 @@ from hotmem_eval.collection_files import (
 )
 from hotmem_eval.collection_tables import ReadCollection, collection_fixture
 from hotmem_eval.errors import Problem, UsageError
+from hotmem_eval.file_digests import digest_of, recording
 from hotmem_eval.fixture_schema import COLLECTION_RELEVANT_GRADE, MAX_ANY_GRADE
 from hotmem_eval.fixtures import Fixture, checked_relevant_grade
 
@@ -83,20 +85,22 @@ def load_beir(
     grade = checked_relevant_grade(relevant_grade, COLLECTION_RELEVANT_GRADE)
     corpus_path, queries_path = root / "corpus.jsonl", root / "queries.jsonl"
     qrels_path = beir_qrels_path(root, split)
-    documents, corpus_problems = read_documents(corpus_path)
-    topics, query_problems = read_topics(queries_path, (("_id", "text"),))
-    missing = _missing_split(qrels_path, split)
-    judgements, qrels_problems = ([], [missing]) if missing else read_beir_qrels(qrels_path)
-    read = ReadCollection(
-        format="beir",
-        sources=(corpus_path, queries_path, qrels_path),
-        documents=documents,
-        topics=topics,
-        judgements=judgements,
-        problems=(corpus_problems, query_problems, qrels_problems),
-        labels=(QRELS_COLUMNS[0], QRELS_COLUMNS[1]),
-    )
-    return collection_fixture(read, relevant_grade=grade)
+    with recording() as digests:
+        documents, corpus_problems = read_documents(corpus_path)
+        topics, query_problems = read_topics(queries_path, (("_id", "text"),))
+        missing = _missing_split(qrels_path, split)
+        judgements, qrels_problems = ([], [missing]) if missing else read_beir_qrels(qrels_path)
+        read = ReadCollection(
+            format="beir",
+            sources=(corpus_path, queries_path, qrels_path),
+            documents=documents,
+            topics=topics,
+            judgements=judgements,
+            problems=(corpus_problems, query_problems, qrels_problems),
+            labels=(QRELS_COLUMNS[0], QRELS_COLUMNS[1]),
+        )
+    fixture = collection_fixture(read, relevant_grade=grade)
+    return replace(fixture, digests=tuple(digest_of(digests, path) for path in read.sources))
 
 
 def _missing_split(qrels_path: Path, split: str) -> Problem | None:

@@ -4,7 +4,7 @@
 
     hotmem-eval [run] [--collection DIR [--format F] [--split S] | --corpus P --queries P]
                 [--relevant-grade N] [--k N ...] [--top-k N] [--store P]
-                [--transfer-sample N] [--output P] [--report P] [--repeat N]
+                [--transfer-sample N] [--output P] [--report P] [--html P] [--repeat N]
                 [--export-dir D] [--baseline P] [--profile NAME ...]
                 [--profiles FILE.toml] [--check-baseline | --update-baseline [--force]]
     hotmem-eval query DIR [DIR ...] SQL [--format table|csv|json] [--safe]
@@ -111,7 +111,7 @@ def _checked_outputs(
     from hotmem_eval import baseline as baseline_module
     from hotmem_eval.outputs import check_outputs, export_paths
 
-    outputs = [path for path in (args.output, args.report) if path]
+    outputs = [path for path in (args.output, args.report, args.html) if path]
     if args.update_baseline:
         outputs.append(args.baseline)
     directories = [args.export_dir] if args.export_dir else []
@@ -205,8 +205,7 @@ def _evaluated(args: argparse.Namespace) -> tuple[dict[str, Any], Sequence[EvalR
     """The run's result and its per-profile runs."""
     from hotmem_eval.evaluate import evaluate_profiles
     from hotmem_eval.profile_choice import choose_profiles
-    from hotmem_eval.result import build_result
-    from hotmem_eval.result_profiles import build_profiles_result
+    from hotmem_eval.result_document import build_result
 
     profiles = choose_profiles(args.profile, args.profiles)
     fixture = _fixture(args)
@@ -229,17 +228,23 @@ def _evaluated(args: argparse.Namespace) -> tuple[dict[str, Any], Sequence[EvalR
             )
         finally:
             lines.close()
-    generated_at, commit = datetime.now(UTC), git_commit()
-    if len(runs) == 1:
-        return build_result(runs[0], generated_at=generated_at, git_commit=commit), runs
-    result = build_profiles_result(
+    result = build_result(
         runs,
         ablation,
-        generated_at=generated_at,
-        git_commit=commit,
+        generated_at=datetime.now(UTC),
+        git_commit=git_commit(),
         profiles_file=None if args.profiles is None else str(args.profiles),
     )
     return result, runs
+
+
+def html_report(result: dict[str, Any]) -> str:
+    """The HTML report of a result document, with its plots."""
+    from hotmem_eval.plot_data import plot_frames
+    from hotmem_eval.plots import PlotFrames, render_plots
+    from hotmem_eval.report_html import render_html
+
+    return render_html(result, render_plots(PlotFrames(**plot_frames(result))))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -263,9 +268,11 @@ def _run(args: argparse.Namespace) -> int:
         write_text(args.output, text)
     if args.report:
         write_text(args.report, markdown)
+    if args.html:
+        write_text(args.html, html_report(result))
     if args.export_dir:
         write_exports(runs, args.export_dir, result=result)
-    if not (args.output or args.report or args.export_dir):
+    if not (args.output or args.report or args.html or args.export_dir):
         write_stdout(markdown)
     return code
 

@@ -89,6 +89,12 @@ def run_parser() -> argparse.ArgumentParser:
         help="write the Markdown report here (default: on stdout, when no output is asked for)",
     )
     parser.add_argument(
+        "--html",
+        type=Path,
+        metavar="PATH",
+        help="write the HTML report here: one self-contained file with plots (default: none)",
+    )
+    parser.add_argument(
         "--k",
         dest="cutoffs",
         action="append",

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import hotmem
 from hotmem_eval.errors import Problem
+from hotmem_eval.file_digests import open_hashed
 from hotmem_eval.fixture_schema import MAX_ANY_GRADE
 from hotmem_eval.fixtures import read_records
 
@@ -77,7 +78,7 @@ def read_text_lines(path: Path, kind: str) -> Iterator[tuple[int, str] | Problem
     file that cannot be read is one problem without a line (``kind`` names what was expected).
     """
     try:
-        stream = open(path, "rb")  # noqa: SIM115 -- closed below, problems yielded as found
+        stream = open_hashed(path)  # closed below, problems yielded as found
     except FileNotFoundError:
         yield Problem(str(path), None, f"expected {kind}, found no such file")
         return

@@ -25,12 +25,12 @@ drops out of that metric's pairs). Only the per-query rows are read: nothing is 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import polars as pl
 
 from hotmem_eval.errors import EvalError
-from hotmem_eval.metric_registry import METRICS, OVERALL
+from hotmem_eval.metric_registry import METRICS, OVERALL, Better
 from hotmem_eval.metric_statistics import FrameLike, canonical
 from hotmem_eval.paired import (
     TOLERANCE,
@@ -52,29 +52,10 @@ __all__ = [
     "paired_deltas",
 ]
 
-#: Which way a metric improves: a candidate wins a query where its value is better.
-Better = Literal["higher", "lower"]
-
-# name -> which way it improves: recall@1, recall@k, MRR@k, nDCG@k (positive queries),
-# returned-anything (negative queries: negative_fpr_at_k is 1 when a query returned anything),
-# group recall@k and alpha-nDCG@k (positive queries: the diversity a reranker is for),
-# the duplicate-slot rate and the scope-leak rate (their queries).
-_COMPARED: Final[dict[str, Better]] = {
-    "recall_at_1": "higher",
-    "recall_at_k": "higher",
-    "mrr_at_k": "higher",
-    "ndcg_at_k": "higher",
-    "precision_at_k": "higher",
-    "ap_at_k": "higher",
-    "group_recall_at_k": "higher",
-    "alpha_ndcg_at_k": "higher",
-    "negative_fpr_at_k": "lower",
-    "duplicate_slot_rate_at_k": "lower",
-    "scope_leak_rate_at_k": "lower",
-}
-#: The metrics compared, in registry order (an error on import if one is renamed).
+#: The metrics compared, in registry order, with which way each improves (a candidate wins a
+#: query where its value is better): the registry's ``compared`` metrics.
 COMPARED_METRICS: Final[dict[str, Better]] = {
-    METRICS[name].name: _COMPARED[name] for name in sorted(_COMPARED, key=list(METRICS).index)
+    name: metric.better for name, metric in METRICS.items() if metric.compared
 }
 
 #: The input: per-query metrics of several profiles (other columns are ignored).

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 import hotmem
 from hotmem_eval.errors import FixtureError, Problem, UsageError
+from hotmem_eval.file_digests import digest_of, open_hashed, recording
 from hotmem_eval.fixture_schema import (
     CORPUS_SCHEMA,
     GROUPS_SCHEMA,
@@ -60,8 +61,8 @@ class Fixture:
         suite: whether it is the built-in 8-category suite (every query's category is one
             of ``CATEGORIES``), whose own rules and decision rules apply.
         relevant_grade: a memory graded at least this counts as relevant (>= 1).
-        sources: every file read, in a fixed order (corpus, queries or topics, then qrels),
-            for digests.
+        sources: every file read, in a fixed order (corpus, queries or topics, then qrels).
+        digests: the SHA-256 of each of ``sources``, of the bytes read (``file_digests``).
         qrels_path: the qrels file of a BEIR or TREC collection; None for a native fixture,
             whose grades are in its queries file.
     """
@@ -78,6 +79,7 @@ class Fixture:
     relevant_grade: int
     sources: tuple[Path, ...]
     qrels_path: Path | None
+    digests: tuple[str, ...] = ()
 
 
 def checked_relevant_grade(given: int | None, default: int) -> int:
@@ -121,8 +123,9 @@ def load_fixture(
     """
     grade = checked_relevant_grade(relevant_grade, RELEVANT_GRADE)
     corpus_name, queries_name = os.fspath(corpus_path), os.fspath(queries_path)
-    corpus_records, corpus_read = read_records(corpus_name)
-    query_records, queries_read = read_records(queries_name)
+    with recording() as digests:
+        corpus_records, corpus_read = read_records(corpus_name)
+        query_records, queries_read = read_records(queries_name)
     problems = [
         *_by_line(corpus_read + check_corpus(corpus_name, corpus_records)),
         *_by_line(queries_read + check_queries(queries_name, query_records, corpus=corpus_records)),
@@ -146,6 +149,7 @@ def load_fixture(
         relevant_grade=grade,
         sources=(Path(corpus_name), Path(queries_name)),
         qrels_path=None,
+        digests=(digest_of(digests, corpus_name), digest_of(digests, queries_name)),
     )
 
 
@@ -160,7 +164,14 @@ def read_records(path: str | os.PathLike[str]) -> tuple[list[Record], list[Probl
     """
     records: list[Record] = []
     problems: list[Problem] = []
-    for item in hotmem.read_jsonl(path):
+    try:  # through the digest (file_digests); hotmem.read_jsonl names a file it cannot open
+        stream = open_hashed(path)
+    except OSError:
+        items = list(hotmem.read_jsonl(path))
+    else:
+        with stream:
+            items = list(hotmem.read_jsonl(stream, name=os.fspath(path)))
+    for item in items:
         if isinstance(item, hotmem.JsonlProblem):
             problems.append(Problem(item.path, item.line, item.reason))
         else:

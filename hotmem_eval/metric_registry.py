@@ -4,9 +4,9 @@ A metric is a function over the per-query statistics frame built by ``hotmem_eva
 (one row a query; columns in ``STATISTICS``). It returns polars expressions for its value and,
 where the value is a ratio of counts, its integer numerator and denominator. Its docstring is the
 formula; the ``@_metric`` decorator records in which queries it applies, how its per-query
-values are aggregated, its report label and whether the baseline gates it, and adds it to
-``METRICS`` in definition order. That order is the metric order of every output and of
-``docs/metrics.md``.
+values are aggregated, its report label and table, which way it improves, whether profiles are
+compared on it and whether the baseline gates it, and adds it to ``METRICS`` in definition
+order: the metric order of every output and of ``docs/metrics.md``.
 
 ``METRICS`` is the one source of these facts. The SQL files read them as an input relation
 named ``metrics`` (``metrics_frame``): ``sql/001_per_query_metrics.sql`` holds only each
@@ -30,6 +30,7 @@ from typing import Final, Literal
 import polars as pl
 
 from hotmem_eval.fixture_schema import DUPLICATE_CATEGORY
+from hotmem_eval.statistics_columns import STATISTICS
 
 __all__ = [
     "ALPHA",
@@ -37,9 +38,11 @@ __all__ = [
     "METRICS",
     "METRICS_COLUMNS",
     "OVERALL",
+    "REPORT_TABLES",
     "STATISTICS",
     "Aggregation",
     "Applicability",
+    "Better",
     "Metric",
     "MetricExprs",
     "metrics_frame",
@@ -49,34 +52,20 @@ __all__ = [
 Applicability = Literal["positive", "negative", "near_duplicate", "scoped"]
 #: ``macro``: the mean of the per-query values. ``pooled``: sum(numerator) / sum(denominator).
 Aggregation = Literal["macro", "pooled"]
+Better = Literal["higher", "lower"]  # which way a metric improves
+
+#: The report's metrics tables, in order: title -> what it groups (a metric names its table).
+_RELEVANCE, _PRECISION, _OTHER = "Relevance", "Precision", "Diversity, false positives and scope"
+REPORT_TABLES: Final[dict[str, str]] = {
+    _RELEVANCE: "whether and how high the relevant memories rank",
+    _PRECISION: "how much of the top k is relevant",
+    _OTHER: "distinct answers, answers to unanswerable queries, memories from another scope",
+}
 
 #: The category name of the row that aggregates every query. No query category may use it.
 OVERALL: Final = "overall"
 #: alpha of ``alpha_ndcg_at_k``: each earlier relevant slot of a group halves the next one's gain.
 ALPHA: Final = 0.5
-
-#: The per-query statistics every metric is computed from, with their meaning.
-STATISTICS: Final[dict[str, str]] = {
-    "k": "the cutoff: slots ranked beyond it are ignored",
-    "relevant_total": "memories graded >= relevant_grade (retrieved or not)",
-    "graded_total": "memories graded >= 1 (retrieved or not)",
-    "relevant_at_1": "relevant memories in the top 1",
-    "relevant_at_k": "distinct relevant memories in the top k",
-    "first_relevant_rank": "rank of the first relevant memory in the top k, null if none",
-    "precision_sum": "sum over the top k's relevant slots of "
-    "|relevant in the top rank| / rank (precision at each relevant slot)",
-    "dcg": "sum over the top k of grade / log2(rank + 1), a repeated memory counted once",
-    "ideal_dcg": "the same sum over every graded memory sorted by grade descending, cut at k",
-    "relevant_groups": "groups holding a relevant memory (retrieved or not)",
-    "relevant_groups_at_k": "relevant groups with a relevant memory in the top k",
-    "alpha_dcg": "sum over the top k's relevant slots of (1 - ALPHA)^c / log2(rank + 1), "
-    "c = earlier relevant slots of the slot's group",
-    "ideal_alpha_dcg": "the same sum over the greedy ideal ranking of the relevant memories "
-    "(each rank takes the largest gain left), cut at k",
-    "filled_slots": "top-k slots holding a memory",
-    "duplicate_slots": "top-k slots whose near-duplicate group filled an earlier slot",
-    "leaked_slots": "top-k slots whose memory's identifier differs from the query's",
-}
 
 
 def _positive() -> pl.Expr:
@@ -127,7 +116,9 @@ class Metric:
         has_ratio: whether the metric carries an integer numerator and denominator.
         exprs: builds the polars expressions over the statistics frame.
         label: the short report header; ``{k}`` stands for the cutoff (the ``k`` column).
-        in_report: whether the report's metrics table shows it.
+        report_table: the report's table that shows it (of ``REPORT_TABLES``), or None.
+        better: which way it improves (a paired comparison's wins and losses).
+        compared: whether a paired comparison of profiles compares it.
         gated: whether the baseline's directional check forbids it to fall.
     """
 
@@ -139,8 +130,14 @@ class Metric:
     has_ratio: bool
     exprs: Callable[[], MetricExprs]
     label: str
-    in_report: bool
+    report_table: str | None
+    better: Better
+    compared: bool
     gated: bool
+
+    @property
+    def in_report(self) -> bool:  # whether a report's metrics table shows it
+        return self.report_table is not None
 
 
 METRICS: Final[dict[str, Metric]] = {}
@@ -150,10 +147,14 @@ def _metric(
     *,
     applies_to: Applicability,
     label: str,
+    report_table: str | None,
     aggregation: Aggregation = "macro",
-    in_report: bool = True,
+    better: Better = "higher",
+    compared: bool = True,
     gated: bool = False,
 ) -> Callable[[Callable[[], MetricExprs]], Callable[[], MetricExprs]]:
+    assert report_table is None or report_table in REPORT_TABLES, report_table
+
     def register(build: Callable[[], MetricExprs]) -> Callable[[], MetricExprs]:
         summary, _, formula = inspect.cleandoc(build.__doc__ or "").partition("\n")
         METRICS[build.__name__] = Metric(
@@ -165,7 +166,9 @@ def _metric(
             has_ratio=build().numerator is not None,
             exprs=build,
             label=label,
-            in_report=in_report,
+            report_table=report_table,
+            better=better,
+            compared=compared,
             gated=gated,
         )
         return build
@@ -189,7 +192,7 @@ def _indicator(condition: pl.Expr) -> MetricExprs:
     return MetricExprs(value=hit.cast(pl.Float64), numerator=hit, denominator=pl.lit(1, pl.Int64))
 
 
-@_metric(applies_to="positive", label="R@1")
+@_metric(applies_to="positive", label="R@1", report_table=_RELEVANCE)
 def recall_at_1() -> MetricExprs:
     """Share of the query's relevant memories found at rank 1.
 
@@ -198,7 +201,7 @@ def recall_at_1() -> MetricExprs:
     return _fraction(_count("relevant_at_1"), _count("relevant_total"))
 
 
-@_metric(applies_to="positive", label="R@{k}", gated=True)
+@_metric(applies_to="positive", label="R@{k}", report_table=_RELEVANCE, gated=True)
 def recall_at_k() -> MetricExprs:
     """Share of the query's relevant memories found in the top k (trec_eval ``recall``).
 
@@ -207,7 +210,7 @@ def recall_at_k() -> MetricExprs:
     return _fraction(_count("relevant_at_k"), _count("relevant_total"))
 
 
-@_metric(applies_to="positive", label="S@1", in_report=False)
+@_metric(applies_to="positive", label="S@1", report_table=None, compared=False)
 def success_at_1() -> MetricExprs:
     """Whether a relevant memory is at rank 1.
 
@@ -216,7 +219,7 @@ def success_at_1() -> MetricExprs:
     return _indicator(pl.col("relevant_at_1") > 0)
 
 
-@_metric(applies_to="positive", label="S@{k}")
+@_metric(applies_to="positive", label="S@{k}", report_table=_RELEVANCE, compared=False)
 def success_at_k() -> MetricExprs:
     """Whether any relevant memory is in the top k.
 
@@ -225,7 +228,7 @@ def success_at_k() -> MetricExprs:
     return _indicator(pl.col("relevant_at_k") > 0)
 
 
-@_metric(applies_to="positive", label="MRR@{k}", gated=True)
+@_metric(applies_to="positive", label="MRR@{k}", report_table=_RELEVANCE, gated=True)
 def mrr_at_k() -> MetricExprs:
     """Reciprocal rank of the first relevant memory within the top k.
 
@@ -235,7 +238,7 @@ def mrr_at_k() -> MetricExprs:
     return MetricExprs(value=pl.when(rank.is_not_null()).then(1.0 / rank).otherwise(0.0))
 
 
-@_metric(applies_to="positive", label="nDCG@{k}")
+@_metric(applies_to="positive", label="nDCG@{k}", report_table=_RELEVANCE)
 def ndcg_at_k() -> MetricExprs:
     """Normalised discounted cumulative gain at k, linear gain (trec_eval ``ndcg_cut``).
 
@@ -247,7 +250,7 @@ def ndcg_at_k() -> MetricExprs:
     return MetricExprs(value=pl.when(ideal > 0).then(pl.col("dcg") / ideal).otherwise(0.0))
 
 
-@_metric(applies_to="positive", label="P@{k}")
+@_metric(applies_to="positive", label="P@{k}", report_table=_PRECISION)
 def precision_at_k() -> MetricExprs:
     """Share of the top k slots holding a relevant memory (trec_eval ``P``).
 
@@ -257,7 +260,7 @@ def precision_at_k() -> MetricExprs:
     return _fraction(_count("relevant_at_k"), _count("k"))
 
 
-@_metric(applies_to="positive", label="AP@{k}")
+@_metric(applies_to="positive", label="AP@{k}", report_table=_PRECISION)
 def ap_at_k() -> MetricExprs:
     """Average precision cut at k (trec_eval ``map_cut``; its category mean is MAP@k).
 
@@ -270,7 +273,12 @@ def ap_at_k() -> MetricExprs:
     )
 
 
-@_metric(applies_to="positive", label="group R@{k}", gated=True)
+@_metric(
+    applies_to="positive",
+    label="group R@{k}",
+    report_table=_OTHER,
+    gated=True,
+)
 def group_recall_at_k() -> MetricExprs:
     """Share of the query's relevant groups with a relevant memory in the top k (subtopic recall).
 
@@ -279,7 +287,7 @@ def group_recall_at_k() -> MetricExprs:
     return _fraction(_count("relevant_groups_at_k"), _count("relevant_groups"))
 
 
-@_metric(applies_to="positive", label="α-nDCG@{k}")
+@_metric(applies_to="positive", label="α-nDCG@{k}", report_table=_OTHER)
 def alpha_ndcg_at_k() -> MetricExprs:
     """nDCG at k whose gain halves for each earlier relevant slot of the same group (alpha 0.5).
 
@@ -294,7 +302,12 @@ def alpha_ndcg_at_k() -> MetricExprs:
     return MetricExprs(value=pl.when(ideal > 0).then(pl.col("alpha_dcg") / ideal).otherwise(0.0))
 
 
-@_metric(applies_to="negative", label="neg FPR@{k}")
+@_metric(
+    applies_to="negative",
+    label="neg FPR@{k}",
+    report_table=_OTHER,
+    better="lower",
+)
 def negative_fpr_at_k() -> MetricExprs:
     """Whether a query with no answer returned anything in the top k (false positive).
 
@@ -303,7 +316,13 @@ def negative_fpr_at_k() -> MetricExprs:
     return _indicator(pl.col("filled_slots") > 0)
 
 
-@_metric(applies_to="negative", label="neg returned@{k}", in_report=False)
+@_metric(
+    applies_to="negative",
+    label="neg returned@{k}",
+    report_table=None,
+    better="lower",
+    compared=False,
+)
 def negative_returned_at_k() -> MetricExprs:
     """Number of memories a query with no answer returned in the top k.
 
@@ -315,7 +334,13 @@ def negative_returned_at_k() -> MetricExprs:
     )
 
 
-@_metric(applies_to="near_duplicate", aggregation="pooled", label="dup slots@{k}")
+@_metric(
+    applies_to="near_duplicate",
+    aggregation="pooled",
+    label="dup slots@{k}",
+    report_table=_OTHER,
+    better="lower",
+)
 def duplicate_slot_rate_at_k() -> MetricExprs:
     """Share of filled top-k slots spent on a near-duplicate of an earlier slot.
 
@@ -325,7 +350,13 @@ def duplicate_slot_rate_at_k() -> MetricExprs:
     return _fraction(_count("duplicate_slots"), _count("filled_slots"))
 
 
-@_metric(applies_to="scoped", aggregation="pooled", label="scope leak@{k}")
+@_metric(
+    applies_to="scoped",
+    aggregation="pooled",
+    label="scope leak@{k}",
+    report_table=_OTHER,
+    better="lower",
+)
 def scope_leak_rate_at_k() -> MetricExprs:
     """Share of filled top-k slots holding a memory from outside the query's scope.
 
@@ -346,6 +377,9 @@ METRICS_COLUMNS: Final[dict[str, pl.DataType]] = {
     "has_ratio": pl.Boolean(),
     "label": pl.String(),
     "in_report": pl.Boolean(),
+    "report_table": pl.String(),
+    "better": pl.String(),
+    "compared": pl.Boolean(),
     "gated": pl.Boolean(),
 }
 
@@ -358,19 +392,9 @@ def metrics_frame(metrics: Mapping[str, Metric] = METRICS) -> pl.DataFrame:
     Args:
         metrics: the registry to tabulate; tests pass an altered one.
     """
+    fields = list(METRICS_COLUMNS)[2:]  # after metric and metric_order: Metric's attributes
     rows = [
-        {
-            "metric": metric.name,
-            "metric_order": order,
-            "description": metric.description,
-            "formula": metric.formula,
-            "applies_to": metric.applies_to,
-            "aggregation": metric.aggregation,
-            "has_ratio": metric.has_ratio,
-            "label": metric.label,
-            "in_report": metric.in_report,
-            "gated": metric.gated,
-        }
+        {"metric": metric.name, "metric_order": order, **{f: getattr(metric, f) for f in fields}}
         for order, metric in enumerate(metrics.values(), start=1)
     ]
     return pl.DataFrame(rows, schema=METRICS_COLUMNS)

@@ -26,11 +26,13 @@ import pyarrow.parquet as pq
 from hotmem_eval.attribution import misses_table
 from hotmem_eval.errors import UsageError
 from hotmem_eval.evaluate import EvalRun
+from hotmem_eval.plot_data import PLOT_SCHEMAS, plot_frames
 from hotmem_eval.sqlfiles import sql_files
 
 __all__ = [
     "EXPORT_TABLES",
     "MANIFEST",
+    "PLOTS",
     "PROFILE_TABLES",
     "QRELS_FILE",
     "RUNS",
@@ -205,14 +207,18 @@ def export_tables(runs: EvalRun | Sequence[EvalRun]) -> dict[str, pa.Table]:
 #: The TREC files of the export: the qrels as read, and a run per profile in ``RUNS``.
 QRELS_FILE = "qrels.trec"
 RUNS = "runs"
+#: The plots' data (``plot_data.plot_frames``), one Parquet file a plot, in this subdirectory.
+PLOTS = "plots"
 
 
 def export_paths(directory: Path, profiles: Sequence[str] = ()) -> list[Path]:
     """Every file ``write_exports`` writes into ``directory`` (the runs of ``profiles``)."""
     tables = [directory / f"{name}.parquet" for name in EXPORT_TABLES]
     runs = [directory / RUNS / f"{name}.trec" for name in profiles]
+    plots = [directory / PLOTS / f"{name}.parquet" for name in PLOT_SCHEMAS]
     return [
         *tables,
+        *plots,
         directory / "category_metrics.csv",
         directory / QRELS_FILE,
         *runs,
@@ -268,6 +274,10 @@ def write_exports(
         path = directory / f"{name}.parquet"
         atomic_write(path, functools.partial(_write_parquet, table))
         written.append(path)
+    for name, frame in plot_frames(result).items():
+        path = directory / PLOTS / f"{name}.parquet"
+        atomic_write(path, functools.partial(_write_parquet, frame.to_arrow()))
+        written.append(path)
     csv = directory / "category_metrics.csv"
     category_metrics = pl.DataFrame(tables["category_metrics"])
     atomic_write(csv, lambda target: category_metrics.write_csv(target))
@@ -289,6 +299,7 @@ def write_exports(
             key: fixture[key] for key in ("format", "corpus_sha256", "queries_sha256", "sources")
         },
         "tables": {name: f"{name}.parquet" for name in EXPORT_TABLES},
+        "plots": {name: f"{PLOTS}/{name}.parquet" for name in PLOT_SCHEMAS},
         "trec": None
         if refusal is not None
         else {
@@ -297,7 +308,7 @@ def write_exports(
         },
         "table_rows": dict(EXPORT_TABLES.items()),
         "sql_files": {name: file.version for name, file in sql_files().items()},
-        "recommendation": result["recommendation"]["code"],
+        "recommendation": result["profiles"][0]["recommendation"]["code"],
     }
     write_text(directory / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     written.append(directory / MANIFEST)

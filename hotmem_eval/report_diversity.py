@@ -17,6 +17,7 @@ import polars as pl
 
 from hotmem_eval.comparison_report import ALPHA
 from hotmem_eval.fixture_schema import DUPLICATE_CATEGORY
+from hotmem_eval.tables import Block, table
 
 __all__ = ["DIVERSITY_METRICS", "diversity_lines"]
 
@@ -64,7 +65,7 @@ def _verdict(gains: list[dict[str, Any] | None], losses: list[str]) -> str:
     return "yes" + ("" if significant else f" (the gain is not significant at {ALPHA})")
 
 
-def diversity_lines(result: dict[str, Any], comparisons: pl.DataFrame, *, k: int) -> list[str]:
+def diversity_lines(result: dict[str, Any], comparisons: pl.DataFrame, *, k: int) -> list[Block]:
     """The ``### Diversity`` subsection; empty when no query of the near-duplicate category
     was compared on the diversity metrics."""
     rows = comparisons.filter(pl.col("baseline") == result["profiles"][0]["name"])
@@ -73,24 +74,37 @@ def diversity_lines(result: dict[str, Any], comparisons: pl.DataFrame, *, k: int
     )
     if not present.height:
         return []
-    out = [
+    found: list[tuple[str, ...]] = []
+    for entry in result["profiles"][1:]:
+        name = entry["name"]
+        gains = [_row(rows, name, DUPLICATE_CATEGORY, metric) for metric in DIVERSITY_METRICS]
+        slots = _row(rows, name, DUPLICATE_CATEGORY, "duplicate_slot_rate_at_k")
+        losses = _losses(rows, name)
+        found.append(
+            (
+                name,
+                _cell(gains[0]),
+                _cell(gains[1]),
+                _cell(slots),
+                ", ".join(losses) or "none",
+                _verdict(gains, losses),
+            )
+        )
+    columns = [
+        "candidate",
+        f"group recall@{k} Δ",
+        f"α-nDCG@{k} Δ",
+        f"duplicate slots@{k} Δ",
+        f"significant Recall@{k} losses elsewhere",
+        "improves diversity without a loss",
+    ]
+    return [
         f"### Diversity ({DUPLICATE_CATEGORY})",
         "",
         f"Does a candidate return more distinct relevant groups (group recall@{k}, "
         f"α-nDCG@{k} in {DUPLICATE_CATEGORY}) without a significant Recall@{k} loss in any "
         f"other category? Δ against the baseline, * Holm-adjusted p < {ALPHA}.",
         "",
-        f"| candidate | group recall@{k} Δ | α-nDCG@{k} Δ | duplicate slots@{k} Δ | "
-        f"significant Recall@{k} losses elsewhere | improves diversity without a loss |",
-        "|---|---:|---:|---:|---|---|",
+        table(columns, found, right=columns[1:4]),
+        "",
     ]
-    for entry in result["profiles"][1:]:
-        name = entry["name"]
-        gains = [_row(rows, name, DUPLICATE_CATEGORY, metric) for metric in DIVERSITY_METRICS]
-        slots = _row(rows, name, DUPLICATE_CATEGORY, "duplicate_slot_rate_at_k")
-        losses = _losses(rows, name)
-        out.append(
-            f"| {name} | {_cell(gains[0])} | {_cell(gains[1])} | {_cell(slots)} | "
-            f"{', '.join(losses) or 'none'} | {_verdict(gains, losses)} |"
-        )
-    return [*out, ""]

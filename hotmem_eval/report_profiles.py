@@ -13,14 +13,17 @@ from typing import Any
 
 import polars as pl
 
+from hotmem_eval.adoption import OBJECTIVE
 from hotmem_eval.comparison import COMPARISON_COLUMNS
-from hotmem_eval.comparison_report import ALPHA, render_ablation_table, render_comparison_table
+from hotmem_eval.comparison_report import ALPHA, ablation_blocks, comparison_blocks
 from hotmem_eval.decision import LEXICAL, RULES, SEMANTIC, Evidence
 from hotmem_eval.fixture_schema import DUPLICATE_CATEGORY
+from hotmem_eval.metric_registry import METRICS
 from hotmem_eval.report_diversity import diversity_lines
 from hotmem_eval.report_rules import evidence
+from hotmem_eval.tables import Block, table
 
-__all__ = ["HEADLINE", "RULE_TARGETS", "profile_lines", "verdict_lines"]
+__all__ = ["HEADLINE", "RULE_TARGETS", "profile_lines", "profiles_table", "verdict_lines"]
 
 #: rule code -> (the figure it reads, from Evidence; the (scope, metric) compared for it).
 RULE_TARGETS: dict[str, tuple[str, Callable[[Evidence], float | None], tuple[str, str] | None]] = {
@@ -79,13 +82,8 @@ def _channels(configuration: dict[str, Any]) -> str:
     return f"{fusion}: " + "; ".join(parts)
 
 
-def _rules_table(result: dict[str, Any]) -> list[str]:
-    lines = [
-        "| profile | "
-        + " | ".join(f"rule {rule.number}" for rule in RULES[:-1])
-        + " | recommendation |",
-        "|---|" + "---|" * (len(RULES) - 1) + "---|",
-    ]
+def _rules_table(result: dict[str, Any]) -> list[Block]:
+    rows = []
     for entry in result["profiles"]:
         found = evidence(_view(result, entry))
         cells = []
@@ -93,18 +91,15 @@ def _rules_table(result: dict[str, Any]) -> list[str]:
             _, figure, _ = RULE_TARGETS[rule.code]
             cells.append(f"{'yes' if rule.applies(found) else 'no'} ({_figure(figure(found))})")
         chosen = entry["recommendation"]
-        lines.append(
-            f"| {entry['name']} | "
-            + " | ".join(cells)
-            + f" | rule {chosen['rule']} `{chosen['code']}` |"
-        )
-    lines += [
+        rows.append((entry["name"], *cells, f"rule {chosen['rule']} `{chosen['code']}`"))
+    columns = ["profile", *(f"rule {rule.number}" for rule in RULES[:-1]), "recommendation"]
+    return [
+        table(columns, rows),
         "",
         "In brackets, the figure each rule reads: "
         + "; ".join(f"rule {r.number}, {RULE_TARGETS[r.code][0]}" for r in RULES[:-1])
         + ".",
     ]
-    return lines
 
 
 def _fixes(result: dict[str, Any], comparisons: pl.DataFrame) -> list[str]:
@@ -151,15 +146,15 @@ def _fixes(result: dict[str, Any], comparisons: pl.DataFrame) -> list[str]:
     return lines
 
 
-#: The metric the verdict ranks the profiles by (overall).
-HEADLINE = "ndcg_at_k"
+#: The metric the verdict ranks the profiles by (overall): the adoption's objective.
+HEADLINE = OBJECTIVE
 
 
 def verdict_lines(result: dict[str, Any], comparisons: pl.DataFrame) -> list[str]:
     """Which profile wins on the headline metric overall, and how each candidate compares
     with the baseline by the paired test (Holm-adjusted p; ``overall`` is not adjusted)."""
     k = result["configuration"]["top_k"]
-    label = f"nDCG@{k}"
+    label = METRICS[HEADLINE].label.format(k=k)
     entries = result["profiles"]
     values = {e["name"]: e["metrics"]["overall"][HEADLINE]["value"] for e in entries}
     baseline = entries[0]["name"]
@@ -193,37 +188,34 @@ def verdict_lines(result: dict[str, Any], comparisons: pl.DataFrame) -> list[str
     return lines
 
 
-def profile_lines(result: dict[str, Any]) -> list[str]:
-    """The ``## Profiles compared`` section (empty for a one-profile result)."""
-    if "profiles" not in result:
+def profiles_table(result: dict[str, Any]) -> list[Block]:
+    """What each profile is (its channels, weights, floor and fusion) and its transfer."""
+    rows = [
+        (
+            entry["name"],
+            _channels(entry["configuration"]),
+            f"{entry['transfer']['equivalent_queries']}/{entry['transfer']['total_queries']}",
+        )
+        for entry in result["profiles"]
+    ]
+    return [table(["profile", "configuration", "transfer"], rows)]
+
+
+def profile_lines(result: dict[str, Any]) -> list[Block]:
+    """The appendix on the profiles compared: the paired comparison of every candidate, the
+    ablation, diversity and the decision rules per profile (empty for one profile)."""
+    if len(result["profiles"]) < 2:
         return []
     k = result["configuration"]["top_k"]
     comparisons = pl.DataFrame(result["comparisons"], schema=COMPARISON_COLUMNS)
-    names = [entry["name"] for entry in result["profiles"]]
-    out = [
-        "## Profiles compared",
-        "",
-        f"{len(names)} profiles on one ingest of the fixture, baseline **{names[0]}**; every "
-        "section above and below this one is the baseline's.",
-        "",
-        "| profile | configuration | transfer |",
-        "|---|---|---|",
-    ]
-    for entry in result["profiles"]:
-        transfer = entry["transfer"]
-        out.append(
-            f"| {entry['name']} | {_channels(entry['configuration'])} | "
-            f"{transfer['equivalent_queries']}/{transfer['total_queries']} |"
-        )
-    out += ["", *verdict_lines(result, comparisons)]
-    out += ["", "### Paired comparison", "", render_comparison_table(comparisons, k=k).rstrip()]
+    out: list[Block] = ["### Paired comparison", "", *comparison_blocks(comparisons, k=k)]
     ablation = result.get("ablation")
     if ablation is not None:
         out += ["", f"### Ablation of {ablation['baseline']}", ""]
         if ablation["variants"]:
             frame = pl.DataFrame(ablation["comparisons"], schema=COMPARISON_COLUMNS)
             labels = {v["name"]: f"{v['removed']} ({v['name']})" for v in ablation["variants"]}
-            out.append(render_ablation_table(frame, k=k, labels=labels).rstrip())
+            out += ablation_blocks(frame, k=k, labels=labels)
         else:
             out.append("The baseline has no channel that can be removed alone.")
     out += ["", *diversity_lines(result, comparisons, k=k)]

@@ -18,6 +18,7 @@ from hotmem_eval.decision import (
     Evidence,
 )
 from hotmem_eval.fixture_schema import DUPLICATE_CATEGORY
+from hotmem_eval.tables import Block, table
 
 __all__ = ["CONDITIONS", "evidence", "rule_lines"]
 
@@ -63,12 +64,14 @@ CONDITIONS: dict[str, Callable[[Evidence], str]] = {
 }
 
 
-def rule_lines(result: dict[str, Any]) -> list[str]:
+def rule_lines(result: dict[str, Any]) -> list[Block]:
+    """The decision rules of a profile's view (``result_document.profile_view``): when each
+    applies, and whether it applies now."""
     found, chosen = evidence(result), result["recommendation"]["rule"]
     skipped = {
         item["rule"]: item["reason"] for item in result["recommendation"].get("not_applicable", [])
     }
-    lines = ["| rule | applies when | applies now |", "|---|---|---|"]
+    rows = []
     for rule in RULES:
         applies = "yes" if rule.applies(found) else "no"
         if rule.number in skipped:
@@ -77,7 +80,5 @@ def rule_lines(result: dict[str, Any]) -> list[str]:
             applies = "**yes: the recommendation**"
         elif applies == "yes" and rule.number > chosen:
             applies = f"yes (rule {chosen} comes first)"
-        lines.append(
-            f"| {rule.number} `{rule.code}` | {CONDITIONS[rule.code](found)} | {applies} |"
-        )
-    return lines
+        rows.append((f"{rule.number} `{rule.code}`", CONDITIONS[rule.code](found), applies))
+    return [table(["rule", "applies when", "applies now"], rows)]

@@ -1,47 +1,46 @@
-"""The machine-readable result of a run (JSON), as described by
-``benchmarks/retrieval/result.schema.json``."""
+"""The blocks of a run's result document (JSON, ``benchmarks/retrieval/result.schema.json``):
+what every profile shares (configuration, fixture, timings, facts) and each profile's entry.
+``result_document.build_result`` assembles them."""
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
-from datetime import datetime
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 
 import hotmem
+from hotmem_eval.adoption import OBJECTIVE
 from hotmem_eval.attribution import Miss
 from hotmem_eval.evaluate import EvalRun
 from hotmem_eval.fixture_schema import CATEGORIES, NEGATIVE_CATEGORY
+from hotmem_eval.fixtures import Fixture
 from hotmem_eval.metric_registry import OVERALL
+from hotmem_eval.paired import bootstrap_ci
 from hotmem_eval.runner import COMPONENTS, rows_by_query
 
 __all__ = [
-    "SCHEMA_VERSION",
     "TIMINGS_NOTE",
-    "build_result",
+    "facts_block",
+    "fixture_block",
+    "intervals_block",
     "latency_quantiles",
     "metrics_block",
     "metrics_by_k",
+    "profile_entry",
     "queries_block",
     "recommendation_block",
+    "run_configuration",
+    "run_timings",
     "transfer_block",
 ]
 
-#: Version 2: ``configuration.profile`` (the profile's ``to_dict``), and with several
-#: profiles ``profiles``, ``comparisons`` and ``ablation`` (``result_profiles``).
-SCHEMA_VERSION = 2
 TIMINGS_NOTE = (
     "Local diagnostics measured on this machine in this run; not a cross-machine performance "
     "guarantee."
 )
 QUANTILE_METHOD = "linear interpolation between closest ranks (numpy/polars 'linear')"
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def latency_quantiles(latencies_ms: tuple[float, ...]) -> dict[str, float | int | str | None]:
@@ -151,15 +150,17 @@ def _failures(
     return failures
 
 
-def _facts(run: EvalRun, queries: list[dict[str, Any]]) -> dict[str, str]:
-    """The fact of every memory a query grades or returned, by memory_id (for the report)."""
-    wanted = {m for q in queries for m in q["relevance"]}
-    wanted |= {r["memory_id"] for q in queries for r in q["results"]}
-    corpus = run.fixture.corpus.select(["memory_id", "fact"]).to_pylist()
+def facts_block(fixture: Fixture, entries: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """The fact of every memory a query of any profile entry grades or returned, by memory_id
+    (for the report)."""
+    wanted = {m for e in entries for q in e["queries"] for m in q["relevance"]}
+    wanted |= {r["memory_id"] for e in entries for q in e["queries"] for r in q["results"]}
+    corpus = fixture.corpus.select(["memory_id", "fact"]).to_pylist()
     return {row["memory_id"]: row["fact"] for row in corpus if row["memory_id"] in wanted}
 
 
-def _timings(run: EvalRun) -> dict[str, Any]:
+def run_timings(run: EvalRun) -> dict[str, Any]:
+    """The run's timings of what every profile shares: ingest and the one transfer package."""
     t = run.transfer.package
     records = t.source_rows
 
@@ -168,7 +169,6 @@ def _timings(run: EvalRun) -> dict[str, Any]:
 
     return {
         "note": TIMINGS_NOTE,
-        "query_latency_ms": latency_quantiles(run.latencies_ms),
         "ingest_records_per_s": rate(run.ingest_s),
         "snapshot_records_per_s": rate(t.snapshot_s),
         "snapshot_mb_per_s": t.package_bytes / 1e6 / t.snapshot_s if t.snapshot_s > 0 else None,
@@ -176,7 +176,7 @@ def _timings(run: EvalRun) -> dict[str, Any]:
         "hydrate_records_per_s": rate(t.hydrate_s),
         "package_bytes": t.package_bytes,
         "cold_start_to_first_query_ms": t.cold_start_s * 1000.0,
-        "stages_s": {"ingest": run.ingest_s, **run.stages_s},
+        "stages_s": {"ingest": run.ingest_s},
     }
 
 
@@ -198,57 +198,91 @@ def transfer_block(run: EvalRun) -> dict[str, Any]:
     }
 
 
-def build_result(run: EvalRun, *, generated_at: datetime, git_commit: str | None) -> dict[str, Any]:
-    """The JSON document of a run (see ``result.schema.json``)."""
-    fixture = run.fixture
-    queries = queries_block(run)
+def fixture_block(fixture: Fixture) -> dict[str, Any]:
+    """What was evaluated: the files (digests of the bytes read) and the counts."""
     categories = Counter(
         str(c) for c in fixture.queries.column("category").to_pylist() if c is not None
     )
+    digests = dict(zip(fixture.sources, fixture.digests, strict=True))
+    return {
+        "format": fixture.format,
+        "corpus": str(fixture.corpus_path),
+        "queries": str(fixture.queries_path),
+        "corpus_sha256": digests[fixture.corpus_path],
+        "queries_sha256": digests[fixture.queries_path],
+        "sources": [{"path": str(p), "sha256": d} for p, d in digests.items()],
+        "memory_count": fixture.corpus.num_rows,
+        "query_count": fixture.queries.num_rows,
+        "negative_query_count": categories.get(NEGATIVE_CATEGORY, 0),
+        "category_counts": {c: categories[c] for c in sorted(categories)},
+        "warnings": [str(w) for w in fixture.warnings],
+    }
+
+
+def run_configuration(run: EvalRun) -> dict[str, Any]:
+    """The run's settings every profile shares."""
+    return {
+        "embedding": {"model": hotmem.MODEL_NAME, "dimension": hotmem.DIMENSION},
+        "fts_tokenizer": hotmem.LEXICAL_INDEX,
+        "top_k": run.top_k,
+        "cutoffs": list(run.cutoffs or (run.top_k,)),
+        "repeat": run.repeat,
+        "relevant_grade": run.fixture.relevant_grade,
+    }
+
+
+def intervals_block(run: EvalRun, metric: str = OBJECTIVE) -> list[dict[str, Any]]:
+    """``metric`` overall and in each category: its value (the aggregate's) and the 95%
+    percentile bootstrap interval of the mean of its per-query values (``paired.bootstrap_ci``),
+    over the ``n`` queries it applies to; no interval for fewer than two."""
+    rows = run.per_query.filter(pl.col("metric") == metric, pl.col("applicable"))
+    values = run.aggregate.filter(pl.col("metric") == metric)
+    value_of = dict(zip(values["category"].to_list(), values["value"].to_list(), strict=True))
+    scopes = [OVERALL, *(c for c in metrics_block(run.aggregate)["by_category"] if c in value_of)]
+    found = []
+    for scope in scopes:
+        part = rows if scope == OVERALL else rows.filter(pl.col("category") == scope)
+        sample = [v for v in part["value"].to_list() if v is not None]
+        low, high = bootstrap_ci(sample) if len(sample) >= 2 else (None, None)
+        found.append(
+            {
+                "scope": scope,
+                "metric": metric,
+                "value": value_of.get(scope),
+                "ci_low": low,
+                "ci_high": high,
+                "n": len(sample),
+            }
+        )
+    return found
+
+
+def profile_entry(run: EvalRun) -> dict[str, Any]:
+    """One profile's entry of a result document's ``profiles``."""
     profile = run.profile
     vector, lexical = profile.vector, profile.lexical
+    queries = queries_block(run)
     return {
-        "schema_version": SCHEMA_VERSION,
-        "generated_at": generated_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "hotmem": {"version": hotmem.__version__, "git_commit": git_commit},
-        "configuration": {
-            "embedding": {"model": hotmem.MODEL_NAME, "dimension": hotmem.DIMENSION},
-            # The profile's fusion weights and floor (0 for a channel it lacks; no floor
-            # without a vector channel), as schema version 1 named them.
-            "profile": profile.to_dict(),
-            "weights": {
-                "cosine": 0.0 if vector is None else vector.weight,
-                "bm25": 0.0 if lexical is None else lexical.weight,
-                "importance": profile.importance,
-            },
-            "min_similarity": None if vector is None else vector.floor,
-            "fts_tokenizer": hotmem.LEXICAL_INDEX,
-            "top_k": run.top_k,
-            "cutoffs": list(run.cutoffs or (run.top_k,)),
-            "repeat": run.repeat,
-            "relevant_grade": fixture.relevant_grade,
+        "name": profile.name,
+        "configuration": profile.to_dict(),
+        # The fusion weights and floor (0 for a channel it lacks; no floor without a vector
+        # channel), as schema version 1 named them.
+        "weights": {
+            "cosine": 0.0 if vector is None else vector.weight,
+            "bm25": 0.0 if lexical is None else lexical.weight,
+            "importance": profile.importance,
         },
-        "fixture": {
-            "format": fixture.format,
-            "corpus": str(fixture.corpus_path),
-            "queries": str(fixture.queries_path),
-            "corpus_sha256": _sha256(fixture.corpus_path),
-            "queries_sha256": _sha256(fixture.queries_path),
-            "sources": [{"path": str(p), "sha256": _sha256(p)} for p in fixture.sources],
-            "memory_count": fixture.corpus.num_rows,
-            "query_count": fixture.queries.num_rows,
-            "negative_query_count": categories.get(NEGATIVE_CATEGORY, 0),
-            "category_counts": {c: categories[c] for c in sorted(categories)},
-            "warnings": [str(w) for w in fixture.warnings],
-        },
+        "min_similarity": None if vector is None else vector.floor,
         "metrics": metrics_block(run.aggregate),
         "metrics_by_k": metrics_by_k(run),
-        "transfer": transfer_block(run),
-        "timings": _timings(run),
+        "intervals": intervals_block(run),
         "queries": queries,
         "failed_query_ids": [q["query_id"] for q in queries if q["failures"]],
-        "facts": _facts(run, queries),
+        "transfer": transfer_block(run),
         "recommendation": recommendation_block(run),
+        "query_latency_ms": latency_quantiles(run.latencies_ms),
+        "latencies_ms": list(run.latencies_ms),
+        "stages_s": dict(run.stages_s),
     }
 
 

@@ -1,13 +1,8 @@
-"""The result document of a run over several profiles (schema version 2).
+"""The blocks of a result document that compare its profiles (empty with one profile):
 
-The document is the baseline's (the first profile's) ``result.build_result``, unchanged, with
-three keys added:
-
-- ``profiles``: one entry per profile, baseline first: ``name``, ``configuration`` (the
-  profile's ``to_dict``), ``metrics``, ``queries``, ``transfer``, ``recommendation``, in the
-  shapes of the top-level keys of those names;
-- ``comparisons``: ``comparison.compare_profiles`` of the profiles, one object per row
-  (``COMPARISON_COLUMNS``);
+- ``comparisons``: ``comparison.compare_profiles`` of the profiles, baseline first, one object
+  per row (``COMPARISON_COLUMNS``);
+- ``adoption``: ``adoption.decide_adoption`` of those comparisons;
 - ``ablation``: the baseline against itself with each channel removed in turn: ``baseline``,
   ``variants`` (``removed``, ``name``, ``configuration``) and ``comparisons`` (as above).
 """
@@ -15,7 +10,6 @@ three keys added:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 import polars as pl
@@ -24,16 +18,8 @@ from hotmem_eval.adoption import adoption_block, decide_adoption
 from hotmem_eval.comparison import COMPARISON_COLUMNS, compare_profiles, compared_metrics
 from hotmem_eval.errors import EvalError
 from hotmem_eval.evaluate import Ablation, EvalRun
-from hotmem_eval.result import (
-    build_result,
-    metrics_block,
-    metrics_by_k,
-    queries_block,
-    recommendation_block,
-    transfer_block,
-)
 
-__all__ = ["build_profiles_result", "comparison_rows", "stacked_per_query"]
+__all__ = ["comparison_blocks", "comparison_rows", "stacked_per_query"]
 
 
 def stacked_per_query(runs: Sequence[EvalRun]) -> pl.DataFrame:
@@ -51,45 +37,33 @@ def comparison_rows(
     ).to_dicts()
 
 
-def build_profiles_result(
-    runs: Sequence[EvalRun],
-    ablation: Ablation | None,
-    *,
-    generated_at: datetime,
-    git_commit: str | None,
-    profiles_file: str | None = None,
+def comparison_blocks(
+    runs: Sequence[EvalRun], ablation: Ablation | None, *, profiles_file: str | None = None
 ) -> dict[str, Any]:
-    """The JSON document of a run over two or more profiles (see the module docstring);
-    ``profiles_file``, the run's ``--profiles``, is what the adoption command imports.
+    """``comparisons``, ``adoption`` and ``ablation`` of a result document (the module
+    docstring): empty and null for one profile. ``profiles_file``, the run's ``--profiles``, is
+    what the adoption command imports.
 
     Raises:
-        EvalError: fewer than two runs, or two with one name.
+        EvalError: no run, or two runs of one profile name.
     """
     names = [run.profile.name for run in runs]
-    if len(names) < 2 or len(set(names)) != len(names):
-        raise EvalError(f"expected two or more runs of distinct profiles, found {names!r}")
-    document = build_result(runs[0], generated_at=generated_at, git_commit=git_commit)
-    document["profiles"] = [
-        {
-            "name": run.profile.name,
-            "configuration": run.profile.to_dict(),
-            "metrics": metrics_block(run.aggregate),
-            "metrics_by_k": metrics_by_k(run),
-            "queries": queries_block(run),
-            "transfer": transfer_block(run),
-            "recommendation": recommendation_block(run),
-            "stages_s": dict(run.stages_s),
-        }
-        for run in runs
-    ]
+    if not names or len(set(names)) != len(names):
+        raise EvalError(f"expected one or more runs of distinct profiles, found {names!r}")
+    if len(runs) == 1:
+        return {"comparisons": [], "adoption": None, "ablation": None}
     groups = runs[0].fixture.groups.num_rows > 0
-    document["comparisons"] = comparison_rows(stacked_per_query(runs), names, groups=groups)
-    frame = pl.DataFrame(document["comparisons"], schema=COMPARISON_COLUMNS)
+    comparisons = comparison_rows(stacked_per_query(runs), names, groups=groups)
+    frame = pl.DataFrame(comparisons, schema=COMPARISON_COLUMNS)
     profiles = [run.profile for run in runs]
     decision = decide_adoption(frame, profiles, k=runs[0].top_k, profiles_file=profiles_file)
-    document["adoption"] = adoption_block(decision)
+    blocks: dict[str, Any] = {
+        "comparisons": comparisons,
+        "adoption": adoption_block(decision),
+        "ablation": None,
+    }
     if ablation is not None:
-        document["ablation"] = {
+        blocks["ablation"] = {
             "baseline": ablation.baseline.name,
             "variants": [
                 {"removed": channel, "name": variant.name, "configuration": variant.to_dict()}
@@ -103,4 +77,4 @@ def build_profiles_result(
             if ablation.variants
             else [],
         }
-    return document
+    return blocks

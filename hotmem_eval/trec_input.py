@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
@@ -38,6 +38,7 @@ from hotmem_eval.collection_files import (
 )
 from hotmem_eval.collection_tables import ReadCollection, collection_fixture
 from hotmem_eval.errors import FixtureError, Problem
+from hotmem_eval.file_digests import digest_of, recording
 from hotmem_eval.fixture_schema import COLLECTION_RELEVANT_GRADE, MAX_ANY_GRADE
 from hotmem_eval.fixtures import Fixture, checked_relevant_grade
 
@@ -116,22 +117,24 @@ def load_trec(directory: str | os.PathLike[str], *, relevant_grade: int | None =
     qrels_path = _one(root, files.qrels, f"a qrels file ({_QRELS_NAME} or one *{_QRELS_SUFFIX})")
     if isinstance(topics_path, Problem) or isinstance(qrels_path, Problem):
         raise FixtureError(tuple(p for p in (topics_path, qrels_path) if isinstance(p, Problem)))
-    documents, corpus_problems = read_documents(files.corpus)
-    if topics_path.suffix == ".tsv":
-        topics, topic_problems = read_topics_tsv(topics_path)
-    else:
-        topics, topic_problems = read_topics(topics_path, TOPIC_FORMS)
-    judgements, qrels_problems = read_trec_qrels(qrels_path)
-    read = ReadCollection(
-        format="trec",
-        sources=(files.corpus, topics_path, qrels_path),
-        documents=documents,
-        topics=topics,
-        judgements=judgements,
-        problems=(corpus_problems, topic_problems, qrels_problems),
-        labels=(QRELS_COLUMNS[0], QRELS_COLUMNS[2]),
-    )
-    return collection_fixture(read, relevant_grade=grade)
+    with recording() as digests:
+        documents, corpus_problems = read_documents(files.corpus)
+        if topics_path.suffix == ".tsv":
+            topics, topic_problems = read_topics_tsv(topics_path)
+        else:
+            topics, topic_problems = read_topics(topics_path, TOPIC_FORMS)
+        judgements, qrels_problems = read_trec_qrels(qrels_path)
+        read = ReadCollection(
+            format="trec",
+            sources=(files.corpus, topics_path, qrels_path),
+            documents=documents,
+            topics=topics,
+            judgements=judgements,
+            problems=(corpus_problems, topic_problems, qrels_problems),
+            labels=(QRELS_COLUMNS[0], QRELS_COLUMNS[2]),
+        )
+    fixture = collection_fixture(read, relevant_grade=grade)
+    return replace(fixture, digests=tuple(digest_of(digests, path) for path in read.sources))
 
 
 def _one(root: Path, found: Sequence[Path], what: str) -> Path | Problem:

@@ -23,15 +23,17 @@ import pyarrow as pa
 
 import hotmem
 from hotmem.cli import write_stdout
-from hotmem_eval.adoption import LABELS, Adoption, decide_adoption
+from hotmem_eval.adoption import Adoption, decide_adoption
 from hotmem_eval.channel_frame import channel_table
 from hotmem_eval.collection import load_collection
 from hotmem_eval.comparison_report import render_comparison_table
 from hotmem_eval.errors import UsageError
 from hotmem_eval.fixtures import Fixture
 from hotmem_eval.ingest import kept_store, open_fixture_store
+from hotmem_eval.metric_registry import METRICS
 from hotmem_eval.outputs import write_parquet, write_text
 from hotmem_eval.search_space import DEFAULT_SPACE, candidates, read_search_space
+from hotmem_eval.tables import markdown_table, text_frame
 from hotmem_eval.tuning import OUT_OF_FOLD, Tuned, tune
 
 __all__ = ["OBJECTIVES", "profile_toml", "run_tune", "tune_parser"]
@@ -159,7 +161,7 @@ def _report(
     tuned: Tuned, args: argparse.Namespace, fixture: Fixture, toml: str, adoption: Adoption
 ) -> str:
     metric, k = args.objective
-    label = f"{LABELS[metric]}@{k}"
+    label = METRICS[metric].label.format(k=k)
     low, high = tuned.out_of_fold_ci
     out = [
         "# HotMem profile tuning",
@@ -180,11 +182,15 @@ def _report(
         "Each fold's choice, made on the other folds (training), scored on its own queries "
         "(out of fold): the gap is how much a choice flatters itself.",
         "",
-        f"| fold | queries | chosen | training {label} | out-of-fold {label} |",
-        "|---:|---:|---|---:|---:|",
-        *(
-            f"| {f.fold + 1} | {f.queries} | {f.chosen} | {f.training:.3f} | {f.out_of_fold:.3f} |"
-            for f in tuned.folds
+        *markdown_table(
+            text_frame(
+                ["fold", "queries", "chosen", f"training {label}", f"out-of-fold {label}"],
+                [
+                    (f.fold + 1, f.queries, f.chosen, f"{f.training:.3f}", f"{f.out_of_fold:.3f}")
+                    for f in tuned.folds
+                ],
+            ),
+            right=["fold", "queries", f"training {label}", f"out-of-fold {label}"],
         ),
         "",
         "## Out-of-fold rankings against the built-in profiles",

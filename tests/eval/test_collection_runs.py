@@ -65,9 +65,11 @@ def test_a_beir_collection_runs_at_every_cutoff(beir_run: Path) -> None:
     ]
     config = result["configuration"]
     assert (config["top_k"], config["cutoffs"], config["relevant_grade"]) == (10, [10, 100], 1)
-    assert list(result["metrics_by_k"]) == ["10", "100"]
-    assert result["metrics_by_k"]["10"] == result["metrics"]
-    assert result["metrics"]["by_category"] == {}  # no categories: overall only
+    baseline = result["profiles"][0]
+    assert list(baseline["metrics_by_k"]) == ["10", "100"]
+    assert baseline["metrics_by_k"]["10"] == baseline["metrics"]
+    assert baseline["metrics"]["by_category"] == {}  # no categories: overall only
+    assert [i["scope"] for i in baseline["intervals"]] == ["overall"]
     # no near-duplicate groups: the comparisons leave the group metrics out
     assert {c["metric"] for c in result["comparisons"]} == {
         "recall_at_1",
@@ -81,15 +83,15 @@ def test_a_beir_collection_runs_at_every_cutoff(beir_run: Path) -> None:
         "scope_leak_rate_at_k",
     }
     # the document holds each query's top 10; the depth of 100 is in the export
-    assert max(len(q["results"]) for q in result["queries"]) == 10
+    assert max(len(q["results"]) for q in baseline["queries"]) == 10
     depth = pl.read_parquet(beir_run / "export" / "results.parquet")
     assert depth.group_by("profile", "query_id").len()["len"].max() == 100
-    at_100 = result["metrics_by_k"]["100"]["overall"]
+    at_100 = baseline["metrics_by_k"]["100"]["overall"]
     assert at_100["precision_at_k"]["denominator"] == 50 * 100
     # rules 2 and 3 read the built-in suite's categories: not applicable here
-    assert [item["rule"] for item in result["recommendation"]["not_applicable"]] == [2, 3]
+    assert [item["rule"] for item in baseline["recommendation"]["not_applicable"]] == [2, 3]
     report = (beir_run / "report.md").read_text()
-    assert "| cutoffs (k) | 10, 100; the tables above are at k = 10 |" in report
+    assert "| cutoffs (k) | 10, 100; the tables are at k = 10 |" in report
     assert "**Every cutoff** (overall)" in report
     assert "**Highest nDCG@10 overall: bm25-only**" in report
     # 50 queries: bm25-only's gain is not significant, so the first line keeps the baseline
@@ -124,7 +126,6 @@ def test_a_trec_collection_gives_what_the_beir_one_gives(beir_run: Path, tmp_pat
     result = json.loads(output.read_text())
     beir = json.loads((beir_run / "result.json").read_text())
     assert result["fixture"]["format"] == "trec"
-    assert result["metrics_by_k"] == beir["metrics_by_k"]
     assert [p["metrics_by_k"] for p in result["profiles"]] == [
         p["metrics_by_k"] for p in beir["profiles"]
     ]
@@ -163,8 +164,8 @@ def test_a_kept_store_is_reused_and_refused_for_other_memories(
     assert len(record["corpus_digest"]) == 64
     assert main([*base, "--output", str(second)]) == 0
     one, two = (json.loads(p.read_text()) for p in (first, second))
-    assert one["metrics"] == two["metrics"]
-    assert one["queries"] == two["queries"]
+    assert one["profiles"][0]["metrics"] == two["profiles"][0]["metrics"]
+    assert one["profiles"][0]["queries"] == two["profiles"][0]["queries"]
     capsys.readouterr()
     other = ["--profile", "bm25-only", "--store", str(store), "--output", str(tmp_path / "x")]
     assert main(other) == 2  # the committed fixture: other memories
@@ -177,7 +178,7 @@ def test_the_transfer_check_can_be_sampled(tmp_path: Path) -> None:
     output = tmp_path / "result.json"
     arguments = ["--collection", str(SLICE), "--profile", "bm25-only", "--transfer-sample", "7"]
     assert main([*arguments, "--output", str(output)]) == 0
-    transfer = json.loads(output.read_text())["transfer"]
+    transfer = json.loads(output.read_text())["profiles"][0]["transfer"]
     assert (transfer["total_queries"], transfer["equivalent_queries"]) == (7, 7)
     assert transfer["sampled"] is True
 

@@ -23,7 +23,7 @@ from hotmem_eval.metric_registry import (
 )
 from hotmem_eval.metrics import aggregate_metrics, per_query_metrics
 from hotmem_eval.reference import REFERENCE_METRICS
-from hotmem_eval.report import COLUMNS
+from hotmem_eval.report_metrics import COLUMNS
 from hotmem_eval.sqlfiles import sql_metrics
 from tests.eval.metric_frames import expected, frames
 

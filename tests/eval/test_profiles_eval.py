@@ -22,6 +22,7 @@ from hotmem_eval.cli import main
 from hotmem_eval.comparison import COMPARED_METRICS, compare_profiles
 from hotmem_eval.fixture_schema import CATEGORIES
 from hotmem_eval.report import render_markdown
+from hotmem_eval.result_document import profile_view
 from tests.eval.test_retrieval_eval import FIXTURE, SCHEMA, SCRIPT, isolated_env
 
 pytestmark = pytest.mark.slow
@@ -75,18 +76,19 @@ def rrf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_document_validates_and_names_every_profile(multi: dict) -> None:
     jsonschema.validate(multi, SCHEMA)
-    assert multi["schema_version"] == 2
+    assert multi["schema_version"] == 3
     assert [entry["name"] for entry in multi["profiles"]] == PROFILES
     for entry in multi["profiles"]:
         assert entry["configuration"] == hotmem.PROFILES[entry["name"]].to_dict()
         assert entry["transfer"]["equivalent_queries"] == entry["transfer"]["total_queries"] == 98
         assert [q["query_id"] for q in entry["queries"]] == [
-            q["query_id"] for q in multi["queries"]
+            q["query_id"] for q in multi["profiles"][0]["queries"]
         ]
-    # The top level is the baseline's, so the baseline gate still reads it.
-    assert multi["configuration"]["profile"] == hotmem.PROFILES["default"].to_dict()
-    assert multi["profiles"][0]["metrics"] == multi["metrics"]
-    # ... and adds the adoption decision, which a baseline of one profile does not have
+    # The baseline gate reads the first profile's view, and the adoption decision, which a
+    # baseline of one profile does not have.
+    view = profile_view(multi)
+    assert view["configuration"]["profile"] == hotmem.PROFILES["default"].to_dict()
+    assert view["metrics"] == multi["profiles"][0]["metrics"]
     diff = compare(load_baseline(FIXTURE / "baseline.json"), normalise(multi))
     assert sorted((where, field, old) for where, field, old, _ in diff.changed) == [
         ("adoption", "command", "(absent)"),
@@ -154,7 +156,8 @@ def test_the_report_shows_the_comparison_ablation_and_rules(multi_dir: Path, mul
     report = (multi_dir / "report.md").read_text()
     assert report == render_markdown(multi)
     for text in [
-        "## Profiles compared",
+        "## Decision",
+        "<summary>Profiles compared: paired tables, ablation, diversity, rules</summary>",
         "**bm25-only** against **default**",
         "**rrf** against **default**",
         "| metric | scope | n | default | rrf | Δ | W/L/T | p | p adj |",
@@ -220,14 +223,15 @@ def test_exports_carry_a_profile_column(multi_dir: Path, rrf_dir: Path) -> None:
     assert single["profile"].unique().to_list() == ["rrf"]
 
 
-def test_one_non_default_profile_keeps_the_one_profile_shape(rrf_dir: Path) -> None:
+def test_one_profile_is_a_list_of_one(rrf_dir: Path) -> None:
     result = json.loads((rrf_dir / "result.json").read_text())
     jsonschema.validate(result, SCHEMA)
-    assert not {"profiles", "comparisons", "ablation"} & set(result)
-    configuration = result["configuration"]
-    assert configuration["profile"] == hotmem.PROFILES["rrf"].to_dict()
-    assert configuration["weights"] == {"cosine": 1.0, "bm25": 1.0, "importance": 0.0}
-    assert configuration["min_similarity"] == 0.4
+    assert (result["comparisons"], result["adoption"], result["ablation"]) == ([], None, None)
+    [entry] = result["profiles"]
+    assert entry["configuration"] == hotmem.PROFILES["rrf"].to_dict()
+    assert entry["weights"] == {"cosine": 1.0, "bm25": 1.0, "importance": 0.0}
+    assert entry["min_similarity"] == 0.4
+    assert profile_view(result)["configuration"]["weights"] == entry["weights"]
 
 
 def test_compare_two_stored_runs(

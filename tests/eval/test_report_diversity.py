@@ -9,6 +9,7 @@ import pytest
 
 from hotmem_eval.comparison import COMPARISON_COLUMNS
 from hotmem_eval.report_diversity import diversity_lines
+from hotmem_eval.tables import markdown
 
 DUP = "near_duplicate_diversity"
 
@@ -36,7 +37,8 @@ def _row(candidate: str, scope: str, metric: str, delta: float, p: float) -> dic
 
 def _lines(rows: list[dict[str, Any]], *names: str) -> list[str]:
     result = {"profiles": [{"name": "default"}, *({"name": n} for n in names)]}
-    return diversity_lines(result, pl.DataFrame(rows, schema=COMPARISON_COLUMNS), k=5)
+    blocks = diversity_lines(result, pl.DataFrame(rows, schema=COMPARISON_COLUMNS), k=5)
+    return markdown(blocks)
 
 
 def _verdict(lines: list[str], name: str) -> list[str]:

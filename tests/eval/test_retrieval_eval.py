@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import shutil
@@ -76,16 +77,20 @@ def result(run_dir: Path) -> dict:
 
 def test_output_validates_against_the_committed_schema(result: dict) -> None:
     jsonschema.validate(result, SCHEMA)
-    assert result["schema_version"] == 2
-    assert result["configuration"]["profile"] == hotmem.PROFILES["default"].to_dict()
-    # One profile: today's shape, no comparison keys.
-    assert not {"profiles", "comparisons", "ablation"} & set(result)
+    assert result["schema_version"] == 3
+    # One profile: the one shape, a list of one, nothing compared.
+    [entry] = result["profiles"]
+    assert (result["comparisons"], result["adoption"], result["ablation"]) == ([], None, None)
+    assert entry["configuration"] == hotmem.PROFILES["default"].to_dict()
     assert result["configuration"]["embedding"] == {"model": "hotmem-hash-v1", "dimension": 64}
-    assert result["configuration"]["weights"] == {"cosine": 0.6, "bm25": 0.2, "importance": 0.2}
+    assert entry["weights"] == {"cosine": 0.6, "bm25": 0.2, "importance": 0.2}
     assert (result["fixture"]["memory_count"], result["fixture"]["query_count"]) == (155, 98)
-    assert result["transfer"]["equivalent_queries"] == result["transfer"]["total_queries"] == 98
-    assert result["transfer"]["fts_integrity"] == {"source": "ok", "hydrated": "ok"}
-    assert result["transfer"]["verify"] == {"ok": True, "problems": []}
+    assert entry["transfer"]["equivalent_queries"] == entry["transfer"]["total_queries"] == 98
+    assert entry["transfer"]["fts_integrity"] == {"source": "ok", "hydrated": "ok"}
+    assert entry["transfer"]["verify"] == {"ok": True, "problems": []}
+    # The fixture's digests are those of the files read.
+    for source in result["fixture"]["sources"]:
+        assert source["sha256"] == hashlib.sha256(Path(source["path"]).read_bytes()).hexdigest()
 
 
 def test_nothing_is_written_outside_the_run_directory_and_outputs(run_dir: Path) -> None:
@@ -104,15 +109,18 @@ def test_nothing_is_written_outside_the_run_directory_and_outputs(run_dir: Path)
 def test_report_has_every_section(run_dir: Path, result: dict) -> None:
     report = (run_dir / "out" / "report.md").read_text()
     for heading in [
-        "## Configuration",
-        "## Recommendation",
-        "## Metrics",
-        "## Five worst queries (by nDCG@5)",
-        "## Why relevant memories were missed",
-        "## Category observations",
-        "## Transfer: snapshot → verify → hydrate",
-        "## Timings",
-        "## What this benchmark does not prove",
+        "## Decision",
+        "## By category",
+        "## Appendix",
+        "<summary>Configuration</summary>",
+        "<summary>Decision rules on default</summary>",
+        "<summary>Every metric of default, by category</summary>",
+        "<summary>Five worst queries of default (by nDCG@5)</summary>",
+        "<summary>Why relevant memories were missed (default)</summary>",
+        "Observations:",
+        "<summary>Transfer: snapshot → verify → hydrate</summary>",
+        "<summary>Timings</summary>",
+        "<summary>What this benchmark does not prove</summary>",
     ]:
         assert heading in report
     assert "Local diagnostics" in report
@@ -122,7 +130,7 @@ def test_report_has_every_section(run_dir: Path, result: dict) -> None:
 def test_report_shows_the_group_metrics(run_dir: Path, result: dict) -> None:
     report = (run_dir / "out" / "report.md").read_text()
     assert "| scope | group R@5 | α-nDCG@5 | neg FPR@5 |" in report
-    block = result["metrics"]["by_category"]["near_duplicate_diversity"]
+    block = result["profiles"][0]["metrics"]["by_category"]["near_duplicate_diversity"]
     groups, alpha = block["group_recall_at_k"], block["alpha_ndcg_at_k"]
     (line,) = [s for s in report.splitlines() if s.startswith("- **near_duplicate_diversity**")]
     assert (
@@ -188,7 +196,8 @@ def test_repeated_runs_are_logically_identical(result: dict, tmp_path: Path) -> 
     assert main(["--output", str(again), "--repeat", "2"]) == 0
     second = json.loads(again.read_text())
     assert dumps(normalise(second)) == dumps(normalise(result))
-    assert second["timings"]["query_latency_ms"]["samples"] == 2 * 98
+    assert second["profiles"][0]["query_latency_ms"]["samples"] == 2 * 98
+    assert len(second["profiles"][0]["latencies_ms"]) == 2 * 98
 
 
 def test_invalid_fixture_exits_2_with_every_problem(tmp_path: Path) -> None:
@@ -363,12 +372,13 @@ def test_public_fixture_runs_unchanged(tmp_path: Path) -> None:
     document = json.loads(output.read_text())
     jsonschema.validate(document, SCHEMA)
     assert (document["fixture"]["memory_count"], document["fixture"]["query_count"]) == (60, 48)
-    assert document["transfer"]["equivalent_queries"] == 48
+    assert document["profiles"][0]["transfer"]["equivalent_queries"] == 48
 
 
 def deterministic_sections(markdown: str) -> str:
-    """The report from the recommendation to the transfer table: no commit, no timings."""
-    return markdown[markdown.index("## Recommendation") : markdown.index("## Timings")]
+    """The report from the decision to the transfer table, without the commit: no timings."""
+    part = markdown[markdown.index("## Decision") : markdown.index("<summary>Timings</summary>")]
+    return "\n".join(line for line in part.splitlines() if not line.startswith("| HotMem |"))
 
 
 def test_docs_report_is_current(run_dir: Path) -> None:
