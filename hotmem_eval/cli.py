@@ -8,6 +8,7 @@
                 [--export-dir D] [--baseline P] [--profile NAME ...]
                 [--profiles FILE.toml] [--check-baseline | --update-baseline [--force]]
     hotmem-eval query DIR [DIR ...] SQL [--format table|csv|json] [--safe]
+    hotmem-eval report RESULT.json [--report P] [--html P]
     hotmem-eval compare RUN_A RUN_B
     hotmem-eval compare --qrels QRELS RUN_A.trec RUN_B.trec [--k N ...] [--relevant-grade N]
 
@@ -61,7 +62,7 @@ EXIT_OK, EXIT_FAILURE, EXIT_INVALID, EXIT_BASELINE, EXIT_INTERRUPTED = 0, 1, 2, 
 
 
 #: What the commands import beyond the standard library: the ``eval`` extra.
-EXTRA_MODULES = ("duckdb", "numpy", "polars", "pyarrow")
+EXTRA_MODULES = ("duckdb", "matplotlib", "numpy", "polars", "pyarrow")
 
 
 def _require_the_extra() -> None:
@@ -238,19 +239,11 @@ def _evaluated(args: argparse.Namespace) -> tuple[dict[str, Any], Sequence[EvalR
     return result, runs
 
 
-def html_report(result: dict[str, Any]) -> str:
-    """The HTML report of a result document, with its plots."""
-    from hotmem_eval.plot_data import plot_frames
-    from hotmem_eval.plots import PlotFrames, render_plots
-    from hotmem_eval.report_html import render_html
-
-    return render_html(result, render_plots(PlotFrames(**plot_frames(result))))
-
-
 def _run(args: argparse.Namespace) -> int:
     from hotmem_eval import baseline as baseline_module
     from hotmem_eval.outputs import write_exports, write_text
     from hotmem_eval.report import render_markdown
+    from hotmem_eval.report_cli import html_report
 
     result, runs = _evaluated(args)
     markdown = render_markdown(result)
@@ -357,6 +350,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             tune_args = tune_parser().parse_args(arguments[1:])
             _require_the_extra()
             return run_tune(tune_args)
+        if arguments[:1] == ["report"]:
+            from hotmem_eval.report_cli import report_parser, run_report
+
+            report_args = report_parser().parse_args(arguments[1:])
+            _require_the_extra()
+            return run_report(report_args)
         if arguments[:1] == ["compare"]:
             compare_args = compare_parser().parse_args(arguments[1:])
             _require_the_extra()
