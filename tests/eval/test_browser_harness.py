@@ -157,7 +157,7 @@ def test_a_browser_that_exits_is_an_error(tmp_path: Path) -> None:
 def test_without_chromium_the_error_says_how_to_install_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("tests.browser.chromium_path", lambda: None)
+    monkeypatch.setattr("tests.chromium.chromium_path", lambda: None)
     with (
         pytest.raises(BrowserError, match="install Debian's chromium package"),
         Browser(workdir=tmp_path),
