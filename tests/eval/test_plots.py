@@ -145,10 +145,13 @@ def test_a_forest_panel_per_candidate_wrapping_after_three() -> None:
     frames = sample_frames()
     differences = frames.paired_differences
     more = pl.concat(
-        [differences, *(differences.with_columns(candidate=pl.lit(c)) for c in ("rrf", "mmr"))]
+        [
+            differences,
+            *(differences.with_columns(candidate=pl.lit(c)) for c in ("rrf", "mmr", "hybrid")),
+        ]
     )
     svg = render_plots(replace(frames, paired_differences=more))["paired_differences"]
-    for candidate in ("semantic", "rrf", "mmr"):
+    for candidate in ("semantic", "rrf", "mmr", "hybrid"):
         assert f"<!-- {candidate} − default, nDCG@5 -->".encode() in svg
     assert ET.fromstring(svg).tag == SVG
 
