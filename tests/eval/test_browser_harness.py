@@ -7,6 +7,7 @@ install it (.ci/run installs it), they are never skipped.
 from __future__ import annotations
 
 import base64
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -135,7 +136,7 @@ def _fake(tmp_path: Path, script: str) -> str:
 
 
 def test_a_browser_that_never_answers_times_out(tmp_path: Path) -> None:
-    fake = _fake(tmp_path, "exec sleep 600")
+    fake = _fake(tmp_path, f"exec {shutil.which('sleep') or '/bin/sleep'} 600")
     with (
         Browser(workdir=tmp_path, executable=fake, timeout=0.5) as silent,
         pytest.raises(BrowserError, match=r"sent no the answer to Target\.createTarget"),
