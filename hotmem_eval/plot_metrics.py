@@ -103,6 +103,8 @@ def paired_differences(frame: pl.DataFrame) -> Figure:
 
 
 def _forest(axes: Axes, frame: pl.DataFrame, scopes: list[str], tint: str) -> None:
+    from matplotlib.ticker import MaxNLocator
+
     reach = 0.0
     for row in frame.iter_rows(named=True):
         if row["delta"] is None:
@@ -117,6 +119,7 @@ def _forest(axes: Axes, frame: pl.DataFrame, scopes: list[str], tint: str) -> No
     axes.axvline(0.0, color=GREY, linewidth=1.0, linestyle="--")
     reach = 1.1 * reach if reach > 0 else 1.0
     axes.set_xlim(-reach, reach)
+    axes.xaxis.set_major_locator(MaxNLocator(nbins=4, symmetric=True))
     axes.set_xlabel("Δ")
     axes.grid(axis="x", alpha=0.3)
 

@@ -7,6 +7,7 @@ install it (.ci/run installs it), they are never skipped.
 from __future__ import annotations
 
 import base64
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -135,7 +136,7 @@ def _fake(tmp_path: Path, script: str) -> str:
 
 
 def test_a_browser_that_never_answers_times_out(tmp_path: Path) -> None:
-    fake = _fake(tmp_path, "exec sleep 600")
+    fake = _fake(tmp_path, f"exec {shutil.which('sleep') or '/bin/sleep'} 600")
     with (
         Browser(workdir=tmp_path, executable=fake, timeout=0.5) as silent,
         pytest.raises(BrowserError, match=r"sent no the answer to Target\.createTarget"),
@@ -157,7 +158,7 @@ def test_a_browser_that_exits_is_an_error(tmp_path: Path) -> None:
 def test_without_chromium_the_error_says_how_to_install_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("tests.browser.chromium_path", lambda: None)
+    monkeypatch.setattr("tests.chromium.chromium_path", lambda: None)
     with (
         pytest.raises(BrowserError, match="install Debian's chromium package"),
         Browser(workdir=tmp_path),

@@ -141,6 +141,21 @@ def test_an_empty_forest_alone_is_left_out(plots: dict[str, bytes]) -> None:
     assert rendered["latency"] == plots["latency"]
 
 
+def test_a_forest_panel_per_candidate_wrapping_after_three() -> None:
+    frames = sample_frames()
+    differences = frames.paired_differences
+    more = pl.concat(
+        [
+            differences,
+            *(differences.with_columns(candidate=pl.lit(c)) for c in ("rrf", "mmr", "hybrid")),
+        ]
+    )
+    svg = render_plots(replace(frames, paired_differences=more))["paired_differences"]
+    for candidate in ("semantic", "rrf", "mmr", "hybrid"):
+        assert f"<!-- {candidate} − default, nDCG@5 -->".encode() in svg
+    assert ET.fromstring(svg).tag == SVG
+
+
 def test_a_column_of_nulls_only_is_taken_as_its_type() -> None:
     frames = sample_frames()
     nulls = frames.category_metric.with_columns(ci_low=pl.lit(None), ci_high=pl.lit(None))
