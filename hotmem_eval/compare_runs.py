@@ -23,11 +23,11 @@ from typing import Any, Final
 
 import polars as pl
 
-from hotmem_eval.comparison import compare_profiles
+from hotmem_eval.comparison import COMPARED_METRICS, GROUP_METRICS, compare_profiles
 from hotmem_eval.comparison_report import render_comparison_table
 from hotmem_eval.errors import EvalError, FixtureError, Problem, UsageError
 from hotmem_eval.fixture_schema import COLLECTION_RELEVANT_GRADE
-from hotmem_eval.metric_registry import OVERALL
+from hotmem_eval.metric_registry import METRICS, OVERALL
 from hotmem_eval.metrics import per_query_metrics
 from hotmem_eval.query import read_manifest
 from hotmem_eval.trec_output import rank_as_trec_eval
@@ -177,14 +177,12 @@ def trec_per_query(
     return per_query_metrics(results, qrels, queries, groups, k=k, relevant_grade=relevant_grade)
 
 
-#: What two TREC runs are compared on: the metrics of positive queries without groups.
-TREC_METRICS: Final = (
-    "recall_at_1",
-    "recall_at_k",
-    "mrr_at_k",
-    "ndcg_at_k",
-    "precision_at_k",
-    "ap_at_k",
+#: What two TREC runs are compared on: the compared metrics of positive queries that do not
+#: read near-duplicate groups (a TREC run has none), in registry order.
+TREC_METRICS: Final = tuple(
+    name
+    for name in COMPARED_METRICS
+    if METRICS[name].applies_to == "positive" and name not in GROUP_METRICS
 )
 
 

@@ -26,7 +26,8 @@ import pyarrow.parquet as pq
 from hotmem_eval.attribution import misses_table
 from hotmem_eval.errors import UsageError
 from hotmem_eval.evaluate import EvalRun
-from hotmem_eval.plot_data import PLOT_SCHEMAS, plot_frames
+from hotmem_eval.plot_data import frames_of
+from hotmem_eval.plot_frames import SCHEMAS as PLOT_SCHEMAS
 from hotmem_eval.sqlfiles import sql_files
 
 __all__ = [
@@ -274,8 +275,10 @@ def write_exports(
         path = directory / f"{name}.parquet"
         atomic_write(path, functools.partial(_write_parquet, table))
         written.append(path)
-    for name, frame in plot_frames(result).items():
+    frames = frames_of(result)
+    for name in PLOT_SCHEMAS:
         path = directory / PLOTS / f"{name}.parquet"
+        frame: pl.DataFrame = getattr(frames, name)
         atomic_write(path, functools.partial(_write_parquet, frame.to_arrow()))
         written.append(path)
     csv = directory / "category_metrics.csv"

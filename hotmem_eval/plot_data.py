@@ -1,11 +1,12 @@
 """The data of the report's plots, as frames read from a result document.
 
-Every plot of the HTML report is drawn from one of these frames (``plots.render_plots``), and
-each frame is exported beside the run's tables (``plots/<name>.parquet``), so a reader can
-redraw or query what a picture shows:
+Every plot of the HTML report is drawn from one of these frames (``plots.render_plots``; their
+schemas are ``plot_frames.SCHEMAS``), and each frame is exported beside the run's tables
+(``plots/<name>.parquet``), so a reader can redraw or query what a picture shows:
 
 - ``category_metric``: the headline metric of every profile, overall and per category, with
-  its 95% bootstrap interval (``profiles[].intervals``);
+  its 95% bootstrap interval (``profiles[].intervals``; a category with no query it applies
+  to, such as the unanswerable queries', is left out);
 - ``paired_differences``: the paired difference of every candidate against the baseline on
   the headline metric, with its interval and Holm-adjusted p (``comparisons``);
 - ``channel_scores``: each channel's value (cosine, normalised BM25, importance) of the
@@ -25,55 +26,13 @@ import polars as pl
 from hotmem_eval.comparison_report import ALPHA
 from hotmem_eval.fixture_schema import CATEGORIES
 from hotmem_eval.metric_registry import METRICS
+from hotmem_eval.plot_frames import SCHEMAS, PlotFrames
 from hotmem_eval.report_profiles import HEADLINE
 
-__all__ = ["CHANNELS", "PLOT_SCHEMAS", "plot_frames"]
+__all__ = ["CHANNELS", "frames_of"]
 
 #: The channels whose values ``channel_scores`` holds, as a result's components name them.
 CHANNELS: Final = ("cosine", "bm25_normalised", "importance")
-
-PLOT_SCHEMAS: Final[dict[str, dict[str, pl.DataType]]] = {
-    "category_metric": {
-        "profile": pl.String(),
-        "category": pl.String(),
-        "metric": pl.String(),
-        "label": pl.String(),
-        "value": pl.Float64(),
-        "ci_low": pl.Float64(),
-        "ci_high": pl.Float64(),
-        "n": pl.Int64(),
-    },
-    "paired_differences": {
-        "baseline": pl.String(),
-        "candidate": pl.String(),
-        "scope": pl.String(),
-        "metric": pl.String(),
-        "label": pl.String(),
-        "delta": pl.Float64(),
-        "ci_low": pl.Float64(),
-        "ci_high": pl.Float64(),
-        "p_adjusted": pl.Float64(),
-        "significant": pl.Boolean(),
-        "n": pl.Int64(),
-    },
-    "channel_scores": {
-        "profile": pl.String(),
-        "query_id": pl.String(),
-        "memory_id": pl.String(),
-        "relevant": pl.Boolean(),
-        "channel": pl.String(),
-        "value": pl.Float64(),
-        "floor": pl.Float64(),
-    },
-    "first_relevant_rank": {
-        "profile": pl.String(),
-        "category": pl.String(),
-        "query_id": pl.String(),
-        "rank": pl.Int64(),
-        "k": pl.Int64(),
-    },
-    "latency": {"profile": pl.String(), "ms": pl.Float64()},
-}
 
 
 def _category_metric(result: dict[str, Any], label: str) -> list[dict[str, Any]]:
@@ -81,6 +40,7 @@ def _category_metric(result: dict[str, Any], label: str) -> list[dict[str, Any]]
         {"profile": entry["name"], "category": i["scope"], "label": label, **i}
         for entry in result["profiles"]
         for i in entry["intervals"]
+        if i["value"] is not None  # a category without a query the metric applies to
     ]
 
 
@@ -155,8 +115,8 @@ def _first_ranks(result: dict[str, Any]) -> list[dict[str, Any]]:
     )
 
 
-def plot_frames(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
-    """Every plot's frame (``PLOT_SCHEMAS``) of a result document, in a fixed order."""
+def frames_of(result: dict[str, Any]) -> PlotFrames:
+    """Every plot's frame (``plot_frames.SCHEMAS``) of a result document."""
     label = METRICS[HEADLINE].label.format(k=result["configuration"]["top_k"])
     rows = {
         "category_metric": _category_metric(result, label),
@@ -169,7 +129,9 @@ def plot_frames(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
             for ms in entry["latencies_ms"]
         ],
     }
-    return {
-        name: pl.DataFrame(rows[name], schema=schema, orient="row").select(list(schema))
-        for name, schema in PLOT_SCHEMAS.items()
-    }
+    return PlotFrames(
+        **{
+            name: pl.DataFrame(rows[name], schema=schema, orient="row").select(list(schema))
+            for name, schema in SCHEMAS.items()
+        }
+    )

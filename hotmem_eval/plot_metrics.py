@@ -68,7 +68,7 @@ def _metric_panel(
         axes.plot(xs, ys, "o", color=colour(index), markersize=5, label=profile)
     if categories[0] == "overall" and len(categories) > 1:
         axes.axhline(0.5, color=GREY, linewidth=0.8)
-    axes.set_xlim(0.0, 1.0)
+    axes.set_xlim(-0.02, 1.02)  # a value of 0 or 1 (common: a perfect category) stays whole
     axes.set_xlabel(first_seen(frame, "label")[0] if frame.height else "")
     axes.grid(axis="x", alpha=0.3)
 

@@ -36,11 +36,11 @@ def report_parser() -> argparse.ArgumentParser:
 
 def html_report(result: dict[str, Any]) -> str:
     """The HTML report of a result document, with its plots."""
-    from hotmem_eval.plot_data import plot_frames
-    from hotmem_eval.plots import PlotFrames, render_plots
+    from hotmem_eval.plot_data import frames_of
+    from hotmem_eval.plots import render_plots
     from hotmem_eval.report_html import render_html
 
-    return render_html(result, render_plots(PlotFrames(**plot_frames(result))))
+    return render_html(result, render_plots(frames_of(result)))
 
 
 def read_result(path: Path) -> dict[str, Any]:

@@ -143,6 +143,7 @@ def test_uv_tool_install_gives_hotmem_and_a_clear_word_about_the_extra(
     assert evaluator.code == 1
     assert evaluator.err.startswith(
         "hotmem-eval: the 'eval' extra is not installed (missing "
-        "modules: duckdb, numpy, polars, pyarrow); install it with pip install '.[eval]'"
+        "modules: duckdb, matplotlib, numpy, polars, pyarrow); install it with pip install "
+        "'.[eval]'"
     )
     assert not (work / "r.json").exists()

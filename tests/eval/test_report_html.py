@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from hotmem_eval.cli import main
-from hotmem_eval.plot_data import PLOT_SCHEMAS
+from hotmem_eval.plot_frames import SCHEMAS as PLOT_SCHEMAS
 from hotmem_eval.report_html import PLOT_CAPTIONS
 from tests.browser import MISSING, Browser, chromium_path
 
