@@ -18,7 +18,6 @@ problem of the three files is reported at once, as ``path:line: reason``.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from pathlib import Path
 from typing import Final
 
@@ -31,7 +30,7 @@ from hotmem_eval.collection_files import (
 )
 from hotmem_eval.collection_tables import ReadCollection, collection_fixture
 from hotmem_eval.errors import Problem, UsageError
-from hotmem_eval.file_digests import digest_of, recording
+from hotmem_eval.file_digests import recording
 from hotmem_eval.fixture_schema import COLLECTION_RELEVANT_GRADE, MAX_ANY_GRADE
 from hotmem_eval.fixtures import Fixture, checked_relevant_grade
 
@@ -99,8 +98,7 @@ def load_beir(
             problems=(corpus_problems, query_problems, qrels_problems),
             labels=(QRELS_COLUMNS[0], QRELS_COLUMNS[1]),
         )
-    fixture = collection_fixture(read, relevant_grade=grade)
-    return replace(fixture, digests=tuple(digest_of(digests, path) for path in read.sources))
+    return collection_fixture(read, relevant_grade=grade, digests=digests)
 
 
 def _missing_split(qrels_path: Path, split: str) -> Problem | None:

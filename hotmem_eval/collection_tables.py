@@ -17,7 +17,7 @@ and either raises one ``FixtureError`` listing every problem of every file, or r
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from hotmem_eval.collection_files import Document, Judgement, Topic, by_line
 from hotmem_eval.errors import FixtureError, Problem, Severity
+from hotmem_eval.file_digests import digest_of
 from hotmem_eval.fixture_schema import CORPUS_SCHEMA, GROUPS_SCHEMA, QRELS_SCHEMA, QUERIES_SCHEMA
 from hotmem_eval.fixtures import Fixture, FixtureFormat
 
@@ -114,8 +115,11 @@ def check_judgements(
     return list(kept.values()), problems
 
 
-def collection_fixture(read: ReadCollection, *, relevant_grade: int) -> Fixture:
-    """The collection's ``Fixture``, once its judgements are checked.
+def collection_fixture(
+    read: ReadCollection, *, relevant_grade: int, digests: Mapping[str, str]
+) -> Fixture:
+    """The collection's ``Fixture``, once its judgements are checked; ``digests`` are the
+    ``file_digests.recording`` of its files' reads.
 
     Raises:
         FixtureError: at least one error in any of its files; ``problems`` lists every error
@@ -151,6 +155,7 @@ def collection_fixture(read: ReadCollection, *, relevant_grade: int) -> Fixture:
         relevant_grade=relevant_grade,
         sources=read.sources,
         qrels_path=qrels_path,
+        digests=tuple(digest_of(digests, path) for path in read.sources),
     )
 
 

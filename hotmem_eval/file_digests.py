@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import BinaryIO
@@ -75,7 +75,7 @@ def open_hashed(path: str | os.PathLike[str]) -> BinaryIO:
     return io.BufferedReader(_Hashing(name, io.FileIO(name, "rb")))
 
 
-def digest_of(digests: dict[str, str], path: str | os.PathLike[str]) -> str:
+def digest_of(digests: Mapping[str, str], path: str | os.PathLike[str]) -> str:
     """The recorded digest of ``path``.
 
     Raises:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -38,7 +38,7 @@ from hotmem_eval.collection_files import (
 )
 from hotmem_eval.collection_tables import ReadCollection, collection_fixture
 from hotmem_eval.errors import FixtureError, Problem
-from hotmem_eval.file_digests import digest_of, recording
+from hotmem_eval.file_digests import recording
 from hotmem_eval.fixture_schema import COLLECTION_RELEVANT_GRADE, MAX_ANY_GRADE
 from hotmem_eval.fixtures import Fixture, checked_relevant_grade
 
@@ -133,8 +133,7 @@ def load_trec(directory: str | os.PathLike[str], *, relevant_grade: int | None =
             problems=(corpus_problems, topic_problems, qrels_problems),
             labels=(QRELS_COLUMNS[0], QRELS_COLUMNS[2]),
         )
-    fixture = collection_fixture(read, relevant_grade=grade)
-    return replace(fixture, digests=tuple(digest_of(digests, path) for path in read.sources))
+    return collection_fixture(read, relevant_grade=grade, digests=digests)
 
 
 def _one(root: Path, found: Sequence[Path], what: str) -> Path | Problem:

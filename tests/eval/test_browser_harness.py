@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,14 +29,6 @@ def _page(directory: Path, name: str, body: str) -> Path:
         encoding="utf-8",
     )
     return path
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    if chromium_path() is None:
-        pytest.fail(MISSING, pytrace=False)
-    with Browser(workdir=tmp_path_factory.mktemp("chromium")) as running:
-        yield running
 
 
 def test_a_page_with_an_svg_image_loads_cleanly(browser: Browser, tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -14,7 +13,7 @@ import pytest
 from hotmem_eval.cli import main
 from hotmem_eval.plot_frames import SCHEMAS as PLOT_SCHEMAS
 from hotmem_eval.report_html import PLOT_CAPTIONS
-from tests.browser import MISSING, Browser, chromium_path
+from tests.browser import Browser
 
 pytestmark = pytest.mark.slow
 
@@ -27,14 +26,6 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     argv += ["--output", str(out / "result.json"), "--export-dir", str(out / "export")]
     assert main(argv) == 0
     return out
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    if chromium_path() is None:
-        pytest.fail(MISSING, pytrace=False)
-    with Browser(workdir=tmp_path_factory.mktemp("chromium")) as running:
-        yield running
 
 
 def test_the_report_loads_in_a_browser_with_every_plot_and_the_decision_in_view(
