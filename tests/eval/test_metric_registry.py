@@ -17,6 +17,7 @@ from hotmem_eval.baseline import GATED
 from hotmem_eval.metric_registry import (
     METRICS,
     METRICS_COLUMNS,
+    REPORT_TABLES,
     STATISTICS,
     Metric,
     metrics_frame,
@@ -96,6 +97,31 @@ REGISTRY = [
     ("duplicate_slot_rate_at_k", "near_duplicate", "pooled", True, "dup slots@{k}", True, False),
     ("scope_leak_rate_at_k", "scoped", "pooled", True, "scope leak@{k}", True, False),
 ]
+
+
+def test_the_registry_says_where_each_metric_is_shown_and_which_way_it_improves() -> None:
+    frame = metrics_frame().select("metric", "report_table", "better", "compared")
+    assert frame.rows() == [
+        ("recall_at_1", "Relevance", "higher", True),
+        ("recall_at_k", "Relevance", "higher", True),
+        ("success_at_1", None, "higher", False),
+        ("success_at_k", "Relevance", "higher", False),
+        ("mrr_at_k", "Relevance", "higher", True),
+        ("ndcg_at_k", "Relevance", "higher", True),
+        ("precision_at_k", "Precision", "higher", True),
+        ("ap_at_k", "Precision", "higher", True),
+        ("group_recall_at_k", "Diversity, false positives and scope", "higher", True),
+        ("alpha_ndcg_at_k", "Diversity, false positives and scope", "higher", True),
+        ("negative_fpr_at_k", "Diversity, false positives and scope", "lower", True),
+        ("negative_returned_at_k", None, "lower", False),
+        ("duplicate_slot_rate_at_k", "Diversity, false positives and scope", "lower", True),
+        ("scope_leak_rate_at_k", "Diversity, false positives and scope", "lower", True),
+    ]
+    assert list(REPORT_TABLES) == [
+        "Relevance",
+        "Precision",
+        "Diversity, false positives and scope",
+    ]
 
 
 def test_registry_facts() -> None:
