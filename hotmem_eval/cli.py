@@ -191,19 +191,21 @@ class _StageLines:
             self.current = None
 
 
-def _stages(lines: _StageLines) -> Stages:
-    """The run's stages, each drawing its progress line on stderr (on a terminal only)."""
+def _stages(lines: _StageLines, plan: str) -> Stages:
+    """The run's stages, each drawing its progress line on stderr (on a terminal only); the
+    search line says what is searched (``evaluate.search_plan``)."""
     from hotmem_eval.evaluate import Stages
 
     return Stages(
         ingest=lines.stage("hotmem-eval: ingesting", "memories"),
         spaces=lines.stage("hotmem-eval: embedding", "memories"),
-        search=lines.stage("hotmem-eval: searching", "queries"),
+        search=lines.stage(f"hotmem-eval: searching {plan}", ""),
     )
 
 
 def _evaluated(args: argparse.Namespace) -> tuple[dict[str, Any], Sequence[EvalRun]]:
     """The run's result and its per-profile runs."""
+    from hotmem_eval.ablation import search_plan
     from hotmem_eval.evaluate import evaluate_profiles
     from hotmem_eval.profile_choice import choose_profiles
     from hotmem_eval.result_document import build_result
@@ -225,7 +227,7 @@ def _evaluated(args: argparse.Namespace) -> tuple[dict[str, Any], Sequence[EvalR
                 ablation=len(profiles) > 1,
                 store_path=args.store,
                 transfer_sample=args.transfer_sample,
-                stages=_stages(lines),
+                stages=_stages(lines, search_plan(fixture, profiles, ablation=len(profiles) > 1)),
             )
         finally:
             lines.close()

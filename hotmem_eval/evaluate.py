@@ -14,12 +14,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
 
 import polars as pl
 import pyarrow as pa
 
 import hotmem
+from hotmem_eval.ablation import ABLATED_CHANNELS, Ablation, ablation_variants
 from hotmem_eval.attribution import Miss, attribute_misses
 from hotmem_eval.decision import Evidence, Recommendation, recommend
 from hotmem_eval.errors import EvalError
@@ -43,9 +43,6 @@ __all__ = [
     "metrics_at",
     "sampled_queries",
 ]
-
-#: The channels the ablation removes from the baseline, in turn (``hotmem.Profile.without``).
-ABLATED_CHANNELS: Final = ("vector", "lexical", "importance")
 
 # The registered metrics the decision rules read (a KeyError on import if one is renamed).
 _RECALL = METRICS["recall_at_k"].name
@@ -122,39 +119,6 @@ def evidence_from(aggregate: pl.DataFrame, transfer: TransferOutcome, *, top_k: 
         filled_slots=int(denominator or 0),
         categories=frozenset(str(c) for c in aggregate["category"].unique()) - {OVERALL},
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Ablation:
-    """The baseline with each of its channels removed in turn, searched and scored.
-
-    Attributes:
-        baseline: the profile the channels are removed from.
-        variants: (channel removed, the variant profile), in ``ABLATED_CHANNELS`` order; a
-            channel the baseline lacks (or whose weight is 0) has no variant.
-        per_query: ``per_query_metrics`` of the baseline and every variant, stacked, with a
-            ``profile`` column (``comparison.compare_profiles``' input).
-    """
-
-    baseline: hotmem.Profile
-    variants: tuple[tuple[str, hotmem.Profile], ...]
-    per_query: pl.DataFrame
-
-
-def ablation_variants(baseline: hotmem.Profile) -> tuple[tuple[str, hotmem.Profile], ...]:
-    """(channel, ``baseline.without(channel)``) for each channel of ``ABLATED_CHANNELS`` whose
-    removal changes the baseline (a channel it lacks, or weighs 0, has no variant) and leaves
-    a retrieval channel."""
-    unnamed = {**baseline.to_dict(), "name": None}
-    variants = []
-    for channel in ABLATED_CHANNELS:
-        try:
-            variant = baseline.without(channel)
-        except hotmem.ValidationError:  # the last retrieval channel: nothing would be left
-            continue
-        if {**variant.to_dict(), "name": None} != unnamed:
-            variants.append((channel, variant))
-    return tuple(variants)
 
 
 def _offset(

@@ -25,8 +25,9 @@ from datetime import datetime
 from typing import Any, Final
 
 import hotmem
+from hotmem_eval.ablation import Ablation
 from hotmem_eval.errors import EvalError
-from hotmem_eval.evaluate import Ablation, EvalRun
+from hotmem_eval.evaluate import EvalRun
 from hotmem_eval.result import (
     facts_block,
     fixture_block,

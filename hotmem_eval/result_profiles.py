@@ -14,10 +14,11 @@ from typing import Any
 
 import polars as pl
 
+from hotmem_eval.ablation import Ablation
 from hotmem_eval.adoption import adoption_block, decide_adoption
 from hotmem_eval.comparison import COMPARISON_COLUMNS, compare_profiles, compared_metrics
 from hotmem_eval.errors import EvalError
-from hotmem_eval.evaluate import Ablation, EvalRun
+from hotmem_eval.evaluate import EvalRun
 
 __all__ = ["comparison_blocks", "comparison_rows", "stacked_per_query"]
 

@@ -161,7 +161,7 @@ def test_the_evaluator_shows_progress_on_a_terminal_only(tmp_path: Path) -> None
     shown = run_on_terminal(argv, cwd=tmp_path, home=tmp_path / "home")
     assert shown.code == 0
     drawn = [line for line in shown.err.split("\r") if line.startswith("hotmem-eval: ")]
-    assert drawn[-1].rstrip() == "hotmem-eval: searching: 98 of 98 queries (100%)"
+    assert drawn[-1].rstrip() == "hotmem-eval: searching 98 queries × 1 profile: 98 of 98 (100%)"
     assert shown.err.endswith("\r" + " " * len(drawn[-1].rstrip()) + "\r")
     quiet = run(argv, cwd=tmp_path, home=tmp_path / "home")
     assert (quiet.code, quiet.err) == (0, "")

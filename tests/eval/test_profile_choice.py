@@ -8,10 +8,13 @@ from pathlib import Path
 import pytest
 
 import hotmem
+from hotmem_eval.ablation import ablation_variants, search_plan
 from hotmem_eval.cli import main
 from hotmem_eval.errors import UsageError
-from hotmem_eval.evaluate import ablation_variants
+from hotmem_eval.fixtures import load_fixture
 from hotmem_eval.profile_choice import choose_profiles, load_profiles_file
+
+FIXTURE = Path(__file__).resolve().parents[2] / "benchmarks" / "retrieval"
 
 KNOWN = "default, cosine-only, bm25-only, rrf, default+mmr, semantic, semantic-only, semantic+mmr"
 
@@ -159,3 +162,23 @@ def test_ablation_removes_each_channel_that_changes_the_baseline(
     for channel, variant in variants:
         assert variant == baseline.without(channel)  # type: ignore[arg-type]
         assert variant.name == f"{name}-no-{channel}"
+
+
+def test_the_search_plan_says_what_a_run_searches() -> None:
+    fixture = load_fixture(FIXTURE / "corpus.jsonl", FIXTURE / "queries.jsonl")
+    default, bm25 = hotmem.PROFILES["default"], hotmem.PROFILES["bm25-only"]
+    assert search_plan(fixture, [default], ablation=False) == "98 queries × 1 profile"
+    assert search_plan(fixture, [default, bm25], ablation=True) == (
+        "98 queries × 5 runs (2 profiles, 3 ablation variants of default)"
+    )
+    # bm25-only has one channel: nothing can be removed alone
+    assert search_plan(fixture, [bm25, default], ablation=True) == (
+        "98 queries × 2 runs (2 profiles)"
+    )
+    rrf = hotmem.PROFILES["rrf"]  # vector and lexical, importance unweighted
+    assert search_plan(fixture, [rrf], ablation=True) == (
+        "98 queries × 3 runs (1 profile, 2 ablation variants of rrf)"
+    )
+    assert search_plan(fixture, [default, bm25], ablation=False) == (
+        "98 queries × 2 runs (2 profiles)"
+    )
