@@ -88,6 +88,30 @@ def read_manifest(directory: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: cannot read the manifest: {exc}") from None
 
 
+def _plot_views(
+    con: duckdb.DuckDBPyConnection,
+    directories: Sequence[Path],
+    names: Sequence[str],
+    manifests: Sequence[dict[str, Any]],
+    kind: str,
+) -> None:
+    """``plot_<name>``: each plot's data (``plots/<name>.parquet``) where every run has it (an
+    export made before the HTML report has none)."""
+    listed = [manifest.get("plots") for manifest in manifests]
+    found = [set(plots) for plots in listed if isinstance(plots, dict)]
+    if len(found) != len(listed):
+        return
+    for plot in sorted(set.intersection(*found)):
+        paths = [directory / f"plots/{plot}.parquet" for directory in directories]
+        if not plot.isidentifier() or not all(path.is_file() for path in paths):
+            continue
+        parts = [
+            f"SELECT {_quote(name)} AS run, * FROM read_parquet({_quote(str(path))})"
+            for path, name in zip(paths, names, strict=True)
+        ]
+        con.execute(f"CREATE {kind} plot_{plot} AS " + " UNION ALL BY NAME ".join(parts))
+
+
 def open_runs(directories: Sequence[Path], *, safe: bool = False) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with every export table of ``directories`` as a view.
 
@@ -111,6 +135,7 @@ def open_runs(directories: Sequence[Path], *, safe: bool = False) -> duckdb.Duck
                 raise UsageError(f"{directory}: missing {path.name} (expected every export table)")
             parts.append(f"SELECT {_quote(name)} AS run, * FROM read_parquet({_quote(str(path))})")
         con.execute(f"CREATE {kind} {table} AS " + " UNION ALL BY NAME ".join(parts))
+    _plot_views(con, directories, names, manifests, kind)
     # A table copied from the registry, so the connection does not hold a Python object.
     con.register("metric_registry", metrics_frame())
     con.execute("CREATE TABLE metrics AS FROM metric_registry")

@@ -96,3 +96,11 @@ def test_report_refuses_an_older_result(tmp_path: Path, capsys: pytest.CaptureFi
     broken.write_text("{\n  nope")
     assert main(["report", str(broken)]) == 2
     assert capsys.readouterr().err.startswith(f"hotmem-eval: {broken}:2: not JSON: ")
+
+
+def test_the_plot_data_is_queryable_with_sql(run: Path) -> None:
+    from hotmem_eval.query import run_query
+
+    sql = "SELECT profile, count(*) AS n FROM plot_latency GROUP BY profile ORDER BY profile"
+    assert run_query([run / "export"], sql, fmt="csv") == "profile,n\nbm25-only,98\ndefault,98\n"
+    assert run_query([run / "export"], "SELECT count(*) AS n FROM plot_category_metric", fmt="csv")
