@@ -24,7 +24,7 @@ DATA = Path(__file__).parent / "data"
 #: Each command's arguments besides the store (a table, so a new command must be added).
 ARGUMENTS = {
     "add": ["A fact.", "--identifier", "acme"],
-    "import": ["memories.jsonl"],
+    "import": ["memories.jsonl", "--skip-existing"],
     "search": ["invoice"],
     "explain": ["invoice", "m-1"],
     "stats": [],
@@ -38,6 +38,7 @@ ARGUMENTS = {
     "list": [],
     "get": ["m-1"],
     "export": ["out.jsonl"],
+    "update": ["m-1", "--fact", "A fact.", "--importance", "0.2", "--tags", "a", "b"],
 }
 
 
