@@ -162,7 +162,7 @@ def package_dir(tmp_path: Path) -> Path:
 
 
 COMMANDS_WITH_PROGRESS = [
-    (["--db", "s.db", "import", "m.jsonl"], "hotmem: importing: ", "memories read"),
+    (["--db", "s.db", "import", "m.jsonl"], "hotmem: importing: ", " MB (100%)"),
     (["--db", "s.db", "snapshot", "p.hotmem"], "hotmem: snapshot: ", "12,000 of 12,000 memories"),
     (["verify", "p.hotmem"], "hotmem: verifying: ", "12,000 of 12,000 memories (100%)"),
     (["hydrate", "p.hotmem", "--db", "h.db"], "hotmem: hydrating: ", "of 12,000 memories"),

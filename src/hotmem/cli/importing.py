@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from array import array
 from collections.abc import Iterator
@@ -82,7 +83,7 @@ def _opened(path: str, stack: ExitStack) -> tuple[str | BinaryIO, int | None]:
         return path, None
     with suppress(OSError):
         status = os.fstat(stream.fileno())
-        return stream, status.st_size if os.path.isfile(path) else None
+        return stream, status.st_size if stat.S_ISREG(status.st_mode) else None
     return stream, None
 
 
@@ -94,10 +95,15 @@ def _read(
     progress: Progress,
 ) -> Iterator[dict[str, object]]:
     """The records' values; each line number noted in ``lines`` (by position), the bytes
-    read so far (of ``size``) shown by ``progress``."""
+    read so far (of ``size``) shown by ``progress``, or the records read when the size is not
+    known (stdin)."""
+    tell = getattr(stream, "tell", None) if size is not None else None
     for record in records:
         lines.append(record.line)
-        progress(len(lines))
+        if tell is not None:
+            progress(tell(), size)
+        else:
+            progress(len(lines))
         yield record.value
 
 
@@ -129,7 +135,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         records = jsonl_memories(source, [], name=name)
         # A file that fails from its first line fails before the store is opened (or created).
         first = next(records)
-        progress = stack.enter_context(Progress("hotmem: importing", unit="memories read"))
+        unit = "bytes" if size is not None else "memories read"
+        progress = stack.enter_context(Progress("hotmem: importing", unit=unit))
         try:
             with created_store(args) as store:
                 counts = store.import_stream(
