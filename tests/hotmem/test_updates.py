@@ -148,3 +148,22 @@ def test_import_stream_counts_id_less_facts_already_stored(db: Path) -> None:
         )
         assert counts == hotmem.ImportCounts(added=3, repeated=1)
         assert store.import_stream([]) == hotmem.ImportCounts()
+
+
+def test_an_upsert_re_embeds_a_changed_fact_in_every_space(db: Path) -> None:
+    with hotmem.open_store(db) as store:
+        store.add_space(SEMANTIC_MODEL)
+        before = _vector(store, SEMANTIC_MODEL, "m-2")
+        counts = store.import_stream(
+            [
+                {"memory_id": "m-1", "identifier": "acme", "fact": "Releases ship on Fridays."},
+                {"memory_id": "m-2", "identifier": "acme", "fact": "Deploys happen on Tuesdays."},
+            ],
+            existing="update",
+        )
+        assert counts == hotmem.ImportCounts(updated=2)
+        [expected] = hotmem.get_embedder(SEMANTIC_MODEL).embed_many(["Releases ship on Fridays."])
+        assert _vector(store, SEMANTIC_MODEL, "m-1") == bytes(expected)
+        assert _vector(store, SEMANTIC_MODEL, "m-2") == before  # the same fact: kept
+        assert store.get("m-1").tags == ()  # every field from the line
+        assert store.check_integrity() == ()
