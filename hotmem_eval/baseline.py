@@ -25,8 +25,10 @@ from hotmem_eval.tables import markdown_table, text_frame
 __all__ = [
     "DIGITS",
     "BaselineDiff",
+    "check",
     "compare",
     "dumps",
+    "fixture_mismatch",
     "flatten",
     "load_baseline",
     "normalise",
@@ -104,6 +106,19 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _other_fixture(baseline: Path, corpus: Path, queries: Path) -> list[str]:
+    """How the run's (corpus, queries) differ from the fixture beside ``baseline`` (by their
+    SHA-256 digests); empty when they are the same, or no fixture is beside it."""
+    beside = (baseline.parent / "corpus.jsonl", baseline.parent / "queries.jsonl")
+    if not all(path.is_file() for path in beside):
+        return []
+    return [
+        f"{ran} (sha256 {digest[:12]}...) is not {kept} (sha256 {expected[:12]}...)"
+        for ran, kept in zip((corpus, queries), beside, strict=True)
+        if (digest := _sha256(ran)) != (expected := _sha256(kept))
+    ]
+
+
 def update_refusal(baseline: Path, corpus: Path, queries: Path) -> str | None:
     """Why ``--update-baseline`` must not write ``baseline`` from a run on (corpus, queries).
 
@@ -116,14 +131,7 @@ def update_refusal(baseline: Path, corpus: Path, queries: Path) -> str | None:
     Raises:
         OSError: a fixture file cannot be read.
     """
-    beside = (baseline.parent / "corpus.jsonl", baseline.parent / "queries.jsonl")
-    if not all(path.is_file() for path in beside):
-        return None
-    differ = [
-        f"{ran} (sha256 {digest[:12]}...) is not {kept} (sha256 {expected[:12]}...)"
-        for ran, kept in zip((corpus, queries), beside, strict=True)
-        if (digest := _sha256(ran)) != (expected := _sha256(kept))
-    ]
+    differ = _other_fixture(baseline, corpus, queries)
     if not differ:
         return None
     return (
@@ -131,6 +139,54 @@ def update_refusal(baseline: Path, corpus: Path, queries: Path) -> str | None:
         f"run used another ({'; '.join(differ)}); pass --baseline PATH for a baseline of this "
         "fixture, or --force to overwrite it anyway"
     )
+
+
+_COUNTS = ("memory_count", "query_count", "negative_query_count")
+
+
+def fixture_mismatch(path: Path, baseline: dict[str, Any], result: dict[str, Any]) -> str | None:
+    """Why the baseline at ``path`` cannot be of the fixture ``result`` ran on, or None: the
+    fixture beside the baseline has other digests (``update_refusal``), or the baseline
+    records other fixture counts. A row-by-row diff of two fixtures says nothing useful.
+
+    Raises:
+        OSError: a fixture file cannot be read.
+    """
+    fixture = result["fixture"]
+    differ = _other_fixture(path, Path(fixture["corpus"]), Path(fixture["queries"]))
+    if differ:
+        return (
+            f"{path} is the baseline of the fixture beside it, and this run used another "
+            f"({'; '.join(differ)})"
+        )
+    kept = baseline.get("fixture")
+    counts = {key: kept.get(key) for key in _COUNTS} if isinstance(kept, dict) else {}
+    if any(value != fixture[key] for key, value in counts.items()):
+        shown = ", ".join(
+            f"{key} {value} (this run: {fixture[key]})" for key, value in counts.items()
+        )
+        return f"{path} is the baseline of another fixture: {shown}"
+    return None
+
+
+def check(path: Path, result: dict[str, Any], normalised: dict[str, Any]) -> tuple[str, bool]:
+    """``--check-baseline``: what to print, and whether the run matches the baseline at
+    ``path`` (a baseline of another fixture is said so, without a diff).
+
+    Raises:
+        EvalError: the baseline cannot be read.
+        OSError: a fixture file cannot be read.
+    """
+    baseline = load_baseline(path)
+    mismatch = fixture_mismatch(path, baseline, result)
+    if mismatch is not None:
+        return (
+            f"baseline: not comparable: {mismatch}; pass --baseline PATH for the baseline of "
+            "this fixture (or --update-baseline --baseline PATH to create one)",
+            False,
+        )
+    diff = compare(baseline, normalised)
+    return render_diff(diff), diff.identical
 
 
 def dumps(document: dict[str, Any]) -> str:

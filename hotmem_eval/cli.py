@@ -149,6 +149,11 @@ def _fixture(args: argparse.Namespace) -> Fixture:
     from hotmem_eval.collection import load_collection
     from hotmem_eval.fixtures import load_fixture
 
+    if (args.corpus is None) != (args.queries is None) and args.collection is None:
+        given, other = (
+            ("--corpus", "--queries") if args.queries is None else ("--queries", "--corpus")
+        )
+        raise UsageError(f"{given} needs {other} too: a fixture is a corpus and its queries")
     if args.collection is not None:
         if args.corpus is not None or args.queries is not None:
             raise UsageError("--collection reads its own files: drop --corpus and --queries")
@@ -252,9 +257,9 @@ def _run(args: argparse.Namespace) -> int:
     normalised = baseline_module.normalise(result)
     code = EXIT_OK
     if args.check_baseline:
-        diff = baseline_module.compare(baseline_module.load_baseline(args.baseline), normalised)
-        print(baseline_module.render_diff(diff), file=sys.stderr)
-        code = EXIT_OK if diff.identical else EXIT_BASELINE
+        text, same = baseline_module.check(args.baseline, result, normalised)
+        print(text, file=sys.stderr)
+        code = EXIT_OK if same else EXIT_BASELINE
     if args.update_baseline:
         write_text(args.baseline, baseline_module.dumps(normalised))
         print(f"baseline written: {args.baseline}", file=sys.stderr)

@@ -71,13 +71,14 @@ def run_parser() -> argparse.ArgumentParser:
         "--corpus",
         type=Path,
         metavar="PATH",
-        help=f"the memories, JSON Lines (default: {committed}corpus.jsonl)",
+        help=f"the memories, JSON Lines, with --queries (default: {committed}corpus.jsonl)",
     )
     parser.add_argument(
         "--queries",
         type=Path,
         metavar="PATH",
-        help="the evaluated queries, JSON Lines (default: queries.jsonl beside the corpus default)",
+        help="the evaluated queries, JSON Lines, with --corpus (default: queries.jsonl beside "
+        "the corpus default)",
     )
     parser.add_argument(
         "--output", type=Path, metavar="PATH", help="write the JSON result here (default: none)"

@@ -43,6 +43,8 @@ from hotmem_eval.fixture_schema import (
 
 __all__ = [
     "CORPUS_FIELDS",
+    "DEFAULT_IMPORTANCE",
+    "DEFAULT_TAGS",
     "FREE_FORM_QUERY_FIELDS",
     "QUERY_FIELDS",
     "Record",
@@ -131,14 +133,19 @@ def _duplicate_groups(name: str, value: object) -> Iterator[str]:
             yield f"expected {label} to name 2 or more distinct memory_ids, found {label}={group!r}"
 
 
+#: What a memory without ``importance`` or ``tags`` gets: ``hotmem import``'s defaults.
+DEFAULT_IMPORTANCE = 0.5
+DEFAULT_TAGS: tuple[str, ...] = ()
+
 #: A memory's own fields follow the store's rules, so a fixture the validator accepts always
-#: loads into a store; a fixture states importance and tags (the store has defaults for them).
+#: loads into a store; like ``hotmem import``, a fixture may leave out importance and tags
+#: (``DEFAULT_IMPORTANCE``, ``DEFAULT_TAGS``).
 CORPUS_FIELDS: Mapping[str, FieldSpec] = {
     "memory_id": FieldSpec(required=True, check=_memory_field),
     "identifier": FieldSpec(required=True, check=_memory_field),
     "fact": FieldSpec(required=True, check=_memory_field),
-    "importance": FieldSpec(required=True, check=_memory_field),
-    "tags": FieldSpec(required=True, check=_memory_field),
+    "importance": FieldSpec(required=False, check=_memory_field),
+    "tags": FieldSpec(required=False, check=_memory_field),
     "created_at": FieldSpec(required=False, check=_memory_field),
     "namespace": FieldSpec(required=False, check=_text),
     "duplicate_of": FieldSpec(required=False, check=_text),

@@ -32,7 +32,14 @@ from hotmem_eval.fixture_schema import (
     QUERIES_SCHEMA,
     RELEVANT_GRADE,
 )
-from hotmem_eval.fixture_validation import Record, check_corpus, check_queries, is_suite
+from hotmem_eval.fixture_validation import (
+    DEFAULT_IMPORTANCE,
+    DEFAULT_TAGS,
+    Record,
+    check_corpus,
+    check_queries,
+    is_suite,
+)
 
 __all__ = ["Fixture", "FixtureFormat", "checked_relevant_grade", "load_fixture", "read_records"]
 
@@ -191,8 +198,11 @@ def _corpus_table(memories: Sequence[_Object], lines: Mapping[str, int]) -> pa.T
             "memory_id": column("memory_id"),
             "identifier": column("identifier"),
             "fact": column("fact"),
-            "importance": [float(value) for value in column("importance")],
-            "tags": column("tags"),
+            "importance": [
+                DEFAULT_IMPORTANCE if value is None else float(value)
+                for value in column("importance")
+            ],
+            "tags": [list(DEFAULT_TAGS) if value is None else value for value in column("tags")],
             "created_at": created,
             "namespace": column("namespace"),
             "duplicate_of": column("duplicate_of"),

@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import signal
 import socket
 import threading
@@ -273,6 +274,7 @@ def run_query(
             mode, also SQL that would touch a file, the network or the settings).
         KeyboardInterrupt: Ctrl-C while it ran.
     """
+    hint = ""
     with _Interrupts().installed() as interrupts:
         try:
             con = open_runs(directories, safe=safe)
@@ -282,6 +284,9 @@ def run_query(
                 if relation is None:
                     return ""
                 return format_rows(list(relation.columns), relation.fetchall(), fmt)
+            except duckdb.CatalogException as exc:
+                hint = _missing_table_hint(con, str(exc), directories)
+                raise
             finally:
                 interrupts.database = None
                 con.close()
@@ -294,4 +299,34 @@ def run_query(
             first = str(exc).strip().splitlines()[0]
             if safe and isinstance(exc, duckdb.PermissionException):
                 first = f"refused by --safe (only the run tables can be read): {first}"
-            raise UsageError(f"query failed: {first}") from None
+            raise UsageError(f"query failed: {first}{hint}") from None
+
+
+_MISSING = re.compile(r"with name (\S+) does not exist")
+
+
+def _missing_table_hint(
+    con: duckdb.DuckDBPyConnection, message: str, directories: Sequence[Path]
+) -> str:
+    """Why a table the SQL names is not there, and which are: ``sql_<name>`` is left out of
+    an export of several profiles when the file's inputs have no ``profile`` column (it would
+    mix the profiles' rows), and out of a query over several runs."""
+    found = _MISSING.search(message)
+    if found is None:
+        return ""
+    name = found.group(1).strip("\"'")
+    rows = con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()
+    known = ", ".join(str(row[0]) for row in rows)
+    why = ""
+    if name.startswith("sql_") and name[4:] in sql_files():
+        profiles = read_manifest(directories[0]).get("profiles", [])
+        if len(directories) > 1:
+            why = f"; {name} is a view of one run only (this query reads {len(directories)})"
+        elif len(profiles) > 1:
+            why = (
+                f"; {name} is not a view of a run of several profiles ({', '.join(profiles)}): "
+                f"the file {sql_files()[name[4:]].path.name} has no profile column, so it would "
+                "mix their rows (the tables have one: add WHERE profile = '...' to a query of "
+                "your own, or export each profile's run alone)"
+            )
+    return f"{why}; the tables and views here: {known}"

@@ -90,6 +90,7 @@ _ORIGINS = {
     "hotmem.store.memory_store": ("MemoryStore", "open_store"),
     "hotmem.store.setup": ("BUSY_TIMEOUT",),
     "hotmem.store.spaces": ("VectorSpace",),
+    "hotmem.store.updates": ("ImportCounts",),
 }
 _ORIGIN = {name: module for module, names in _ORIGINS.items() for name in names}
 
@@ -160,6 +161,7 @@ if _typing.TYPE_CHECKING:
     from hotmem.store.memory_store import MemoryStore, open_store
     from hotmem.store.setup import BUSY_TIMEOUT
     from hotmem.store.spaces import VectorSpace
+    from hotmem.store.updates import ImportCounts
 
 __version__ = "0.1.0"
 
@@ -194,6 +196,7 @@ __all__ = [
     "HotmemError",
     "HydrationError",
     "HydrationReport",
+    "ImportCounts",
     "JsonlProblem",
     "JsonlRecord",
     "LexicalChannel",

@@ -42,7 +42,17 @@ class ValidationError(HotmemError, ValueError):
 
 
 class DuplicateMemoryError(ValidationError):
-    """A memory with this ``memory_id`` already exists; nothing was written."""
+    """A memory with this ``memory_id`` already exists; nothing was written.
+
+    Attributes:
+        position: which item of a stream clashed (from 0), when known.
+        reason: the message without the item's ``memory #N:`` prefix.
+    """
+
+    def __init__(self, message: str, *, position: int | None = None) -> None:
+        super().__init__(message if position is None else f"memory #{position}: {message}")
+        self.position = position
+        self.reason = message
 
 
 class MemoryNotFoundError(HotmemError, KeyError):

@@ -7,6 +7,11 @@ the results alone. Long library calls take a ``progress`` callback, ``(done, tot
 every so often (after each chunk of a snapshot package, for example); a ``Progress`` is one,
 and any function of that shape will do. ``monotonic`` wraps one so that the calls it sees only
 move forward, whatever the layers feeding it report.
+
+Past its first ``ESTIMATE_AFTER`` seconds, and until the work is done, a line also shows the
+rate since the start and, with a total, the time left at that rate (``hotmem: hydrating:
+40,000 of 100,000 memories (40%), 2,000/s, 30 s left``); a ``unit="bytes"`` line counts
+megabytes (``hotmem import`` of a file).
 """
 
 from __future__ import annotations
@@ -21,6 +26,19 @@ __all__ = ["Progress", "ProgressCallback", "monotonic"]
 
 #: ``(done, total)``: units done so far, and the total when it is known.
 ProgressCallback = Callable[[int, int | None], None]
+#: Seconds of work before a rate and a time left are shown (earlier, they swing too much).
+ESTIMATE_AFTER = 1.0
+_MB = 1_000_000
+
+
+def _duration(seconds: float) -> str:
+    """``8 s``, ``3 min 20 s``, ``1 h 05 min``."""
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
 
 
 def monotonic(progress: ProgressCallback | None) -> ProgressCallback:
@@ -67,12 +85,15 @@ class Progress:
         unit: str = "",
         stream: TextIO | None = None,
         interval: float = 0.1,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.label = label
         self.unit = unit
         self._stream = sys.stderr if stream is None else stream
         self.enabled = _is_terminal(self._stream)
         self._interval = interval
+        self._clock = clock
+        self._start = clock()
         self._drawn = 0  # characters of the line on screen
         self._last = -float("inf")
 
@@ -80,23 +101,37 @@ class Progress:
         """Show ``done`` of ``total`` (the label alone when ``done`` is None)."""
         if not self.enabled:
             return
-        now = time.monotonic()
+        now = self._clock()
         finished = done is not None and total is not None and done >= total
         if now - self._last < self._interval and not finished:
             return
         self._last = now
         self._draw(self.render(done, total))
 
+    def _amount(self, count: float) -> str:
+        return f"{count / _MB:,.1f}" if self.unit == "bytes" else f"{count:,.0f}"
+
     def render(self, done: int | None, total: int | None) -> str:
-        """The text of the line for ``done`` of ``total``."""
+        """The text of the line for ``done`` of ``total``, with the rate and the time left
+        once ``ESTIMATE_AFTER`` seconds have passed since the progress began."""
         if done is None:
             return self.label
-        unit = f" {self.unit}" if self.unit else ""
-        text = f"{self.label}: {done:,}"
+        word = "MB" if self.unit == "bytes" else self.unit
+        unit = f" {word}" if word else ""
+        text = f"{self.label}: {self._amount(done)}"
         if total:
             percent = min(100, done * 100 // total)
-            return f"{text} of {total:,}{unit} ({percent}%)"
-        return text + unit
+            text = f"{text} of {self._amount(total)}{unit} ({percent}%)"
+        else:
+            text += unit
+        elapsed = self._clock() - self._start
+        if elapsed < ESTIMATE_AFTER or done <= 0 or (total and done >= total):
+            return text  # too early to say, or nothing left to estimate
+        rate = done / elapsed
+        shown = f"{self._amount(rate)} MB/s" if self.unit == "bytes" else f"{rate:,.0f}/s"
+        if total:
+            return f"{text}, {shown}, {_duration((total - done) / rate)} left"
+        return f"{text}, {shown}"
 
     def _write(self, text: str) -> None:
         try:

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from hotmem_eval.baseline import compare, dumps, flatten, load_baseline, render_diff
+from hotmem_eval.baseline import (
+    check,
+    compare,
+    dumps,
+    fixture_mismatch,
+    flatten,
+    load_baseline,
+    render_diff,
+)
 from hotmem_eval.errors import EvalError
 
 
@@ -101,3 +109,48 @@ def test_load_baseline_errors(tmp_path: Path) -> None:
     good = tmp_path / "good.json"
     good.write_text(json.dumps(BASE))
     assert load_baseline(good) == BASE
+
+
+def _result(corpus: Path, queries: Path, memories: int = 140) -> dict:
+    return {
+        "fixture": {
+            "corpus": str(corpus),
+            "queries": str(queries),
+            "memory_count": memories,
+            "query_count": 98,
+            "negative_query_count": 10,
+        }
+    }
+
+
+def test_a_baseline_of_other_fixture_counts_is_named_not_diffed(tmp_path: Path) -> None:
+    path = tmp_path / "baseline.json"  # no fixture beside it: the counts decide
+    kept = {"fixture": {"memory_count": 60, "query_count": 98, "negative_query_count": 10}}
+    path.write_text(dumps(kept))
+    result = _result(tmp_path / "c.jsonl", tmp_path / "q.jsonl")
+    assert fixture_mismatch(path, kept, result) == (
+        f"{path} is the baseline of another fixture: memory_count 60 (this run: 140), "
+        "query_count 98 (this run: 98), negative_query_count 10 (this run: 10)"
+    )
+    text, same = check(path, result, {"fixture": result["fixture"]})
+    assert not same
+    assert text.startswith(f"baseline: not comparable: {path} is the baseline of another ")
+    assert "row(s) changed" not in text
+    assert fixture_mismatch(path, {"fixture": dict(result["fixture"])}, result) is None
+
+
+def test_a_baseline_beside_another_fixture_names_the_digests(tmp_path: Path) -> None:
+    (tmp_path / "corpus.jsonl").write_text("a\n")
+    (tmp_path / "queries.jsonl").write_text("b\n")
+    ran = tmp_path / "run"
+    ran.mkdir()
+    (ran / "corpus.jsonl").write_text("a\n")
+    (ran / "queries.jsonl").write_text("other\n")
+    result = _result(ran / "corpus.jsonl", ran / "queries.jsonl")
+    mismatch = fixture_mismatch(tmp_path / "baseline.json", {}, result)
+    assert mismatch is not None
+    assert mismatch.startswith(
+        f"{tmp_path / 'baseline.json'} is the baseline of the fixture beside it, and this run "
+        f"used another ({ran / 'queries.jsonl'} (sha256 "
+    )
+    assert "corpus.jsonl (sha256" not in mismatch  # the same corpus is not named

@@ -130,6 +130,26 @@ def test_update_baseline_on_another_fixture_exits_2_and_keeps_the_baseline(
     assert baseline.read_bytes() == before
 
 
+@pytest.mark.slow
+def test_check_baseline_against_another_fixture_s_baseline_names_the_mismatch(
+    fixture_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    baseline = fixture_dir / "baseline.json"
+    argv = ["--corpus", str(KGH / "corpus.jsonl"), "--queries", str(KGH / "queries.jsonl")]
+    argv += ["--baseline", str(baseline), "--check-baseline"]
+    assert main([*argv, "--report", str(fixture_dir / "report.md")]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"baseline: not comparable: {baseline} is the baseline of the fixture beside it, and "
+        f"this run used another ({KGH / 'corpus.jsonl'} (sha256 "
+    )
+    assert err.endswith(
+        "pass --baseline PATH for the baseline of this fixture (or --update-baseline "
+        "--baseline PATH to create one)\n"
+    )
+    assert "row(s) changed" not in err
+
+
 def test_the_installed_default_baseline_is_never_overwritten(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import hotmem
@@ -96,6 +97,25 @@ def problems_of(tmp_path: Path, corpus: list[object], queries: list[object]) -> 
     return [str(p) if p.severity == "error" else f"{p} [warning]" for p in caught.value.problems]
 
 
+def test_importance_and_tags_default_as_in_hotmem_import(tmp_path: Path) -> None:
+    bare = {"memory_id": "mem-d", "identifier": "org-a", "fact": "A bare memory."}
+    fixture = load(tmp_path, [*base_corpus(), bare], base_queries())
+    row = fixture.corpus.filter(pc.field("memory_id") == "mem-d").to_pylist()[0]
+    assert (row["importance"], row["tags"]) == (0.5, [])
+    with hotmem.open_store(tmp_path / "s.db") as store:  # what hotmem import gives it
+        [added] = store.add_many([bare])
+    assert (added.importance, list(added.tags)) == (row["importance"], row["tags"])
+
+
+def test_a_typo_of_an_optional_field_warns(tmp_path: Path) -> None:
+    typo = {"memory_id": "mem-d", "identifier": "org-a", "fact": "x", "improtance": 0.9}
+    fixture = load(tmp_path, [*base_corpus(), typo], base_queries())
+    assert [str(w) for w in fixture.warnings] == [
+        f"{tmp_path / 'corpus.jsonl'}:4: unknown field 'improtance' is ignored, "
+        "did you mean 'importance'?"
+    ]
+
+
 def test_base_fixture_is_valid(tmp_path: Path) -> None:
     fixture = load(tmp_path, base_corpus(), base_queries())
     assert fixture.warnings == ()
@@ -124,10 +144,10 @@ BAD_MEMORIES = [
         id="missing-fact",
     ),
     pytest.param(
-        {"memory_id": "mem-d", "identifier": "org-a", "fact": "x", "improtance": 0.5, "tags": []},
+        {"memory_id": "mem-d", "identifier": "org-a", "facts": "x", "importance": 0.5, "tags": []},
         [
-            "missing required field 'importance'",
-            "unknown field 'improtance' is ignored, did you mean 'importance'? [warning]",
+            "missing required field 'fact'",
+            "unknown field 'facts' is ignored, did you mean 'fact'? [warning]",
         ],
         id="typo-of-required-field",
     ),

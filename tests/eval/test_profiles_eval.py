@@ -325,3 +325,28 @@ def test_a_run_of_several_profiles_has_the_paired_deltas_view_only(
         if (r["candidate"], r["scope"], r["metric"]) == ("rrf", "overall", "recall_at_k")
     )
     assert pairs == [(row["n"],)]
+
+
+def test_a_missing_table_in_a_run_of_several_profiles_says_why(
+    multi_dir: Path, multi: dict
+) -> None:
+    from hotmem_eval.errors import UsageError
+    from hotmem_eval.query import run_query
+
+    export = multi_dir / "export"
+    with pytest.raises(UsageError) as missing:
+        run_query([export], "select * from sql_category_metrics")
+    message = str(missing.value)
+    assert message.startswith(
+        "query failed: Catalog Error: Table with name sql_category_metrics does not exist!; "
+        "sql_category_metrics is not a view of a run of several profiles "
+        f"({', '.join(p['name'] for p in multi['profiles'])}): the file 002_category_metrics.sql "
+        "has no profile "
+        "column, so it would mix their rows (the tables have one: add WHERE profile = '...' "
+        "to a query of your own, or export each profile's run alone); the tables and views "
+        "here: "
+    )
+    assert "results" in message.rsplit("here: ", 1)[1].split(", ")
+    assert "sql_paired_deltas" in message.rsplit("here: ", 1)[1].split(", ")
+    with pytest.raises(UsageError, match=r"does not exist!; the tables and views here: .*qrels"):
+        run_query([export], "select * from nope")

@@ -208,7 +208,14 @@ def test_invalid_fixture_exits_2_with_every_problem(tmp_path: Path) -> None:
     )
     env = isolated_env(tmp_path)
     completed = subprocess.run(
-        [sys.executable, str(SCRIPT), "--corpus", str(corpus)],
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--corpus",
+            str(corpus),
+            "--queries",
+            str(FIXTURE / "queries.jsonl"),
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -230,7 +237,9 @@ def test_a_memory_the_store_would_refuse_is_a_fixture_error_with_its_line(
     too_long = {"memory_id": "x" * 600, "identifier": "a", "fact": "f", "importance": 0.5}
     lines.append(json.dumps(too_long | {"tags": []}))
     corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert main(["--corpus", str(corpus), "--output", str(tmp_path / "r.json")]) == 2
+    queries = str(FIXTURE / "queries.jsonl")
+    argv = ["--corpus", str(corpus), "--queries", queries, "--output", str(tmp_path / "r.json")]
+    assert main(argv) == 2
     assert capsys.readouterr().err.splitlines() == [
         f"{corpus}:{len(lines)}: expected memory_id of at most 512 characters, "
         "found 600 characters",
@@ -240,8 +249,25 @@ def test_a_memory_the_store_would_refuse_is_a_fixture_error_with_its_line(
 
 
 def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--queries", str(tmp_path / "nope.jsonl")]) == 2
+    corpus = str(FIXTURE / "corpus.jsonl")
+    assert main(["--corpus", corpus, "--queries", str(tmp_path / "nope.jsonl")]) == 2
     assert "nope.jsonl" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ("--corpus", "hotmem-eval: --corpus needs --queries too: a fixture is a corpus and its "),
+        ("--queries", "hotmem-eval: --queries needs --corpus too: a fixture is a corpus and its "),
+    ],
+)
+def test_a_corpus_or_queries_alone_is_refused(
+    given: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = tmp_path / "r.json"
+    code = main([given, str(FIXTURE / "corpus.jsonl"), "--output", str(output)])
+    assert (code, capsys.readouterr().err) == (2, message + "queries\n")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_evaluator_failure_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

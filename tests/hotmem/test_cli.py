@@ -85,7 +85,10 @@ def test_import_is_all_or_nothing_with_line_numbers(
     assert run(capsys, "--db", str(db), "import", str(good))[:2] == (0, "imported 2 memories\n")
     code, _, err = run(capsys, "--db", str(db), "import", str(good))
     assert code == 2
-    assert err == "hotmem: memory_id='m-1' already exists in the store\n"
+    assert err == (
+        f"{good}:1: memory_id='m-1' already exists in the store (--skip-existing leaves it, "
+        "--upsert updates it)\n"
+    )
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n\n")
     assert run(capsys, "--db", str(db), "import", str(empty))[0::2] == (

@@ -24,7 +24,7 @@ DATA = Path(__file__).parent / "data"
 #: Each command's arguments besides the store (a table, so a new command must be added).
 ARGUMENTS = {
     "add": ["A fact.", "--identifier", "acme"],
-    "import": ["memories.jsonl"],
+    "import": ["memories.jsonl", "--skip-existing"],
     "search": ["invoice"],
     "explain": ["invoice", "m-1"],
     "stats": [],
@@ -38,6 +38,7 @@ ARGUMENTS = {
     "list": [],
     "get": ["m-1"],
     "export": ["out.jsonl"],
+    "update": ["m-1", "--fact", "A fact.", "--importance", "0.2", "--tags", "a", "b"],
 }
 
 
@@ -161,7 +162,7 @@ def package_dir(tmp_path: Path) -> Path:
 
 
 COMMANDS_WITH_PROGRESS = [
-    (["--db", "s.db", "import", "m.jsonl"], "hotmem: importing: ", "memories read"),
+    (["--db", "s.db", "import", "m.jsonl"], "hotmem: importing: ", " MB (100%)"),
     (["--db", "s.db", "snapshot", "p.hotmem"], "hotmem: snapshot: ", "12,000 of 12,000 memories"),
     (["verify", "p.hotmem"], "hotmem: verifying: ", "12,000 of 12,000 memories (100%)"),
     (["hydrate", "p.hotmem", "--db", "h.db"], "hotmem: hydrating: ", "of 12,000 memories"),

@@ -107,6 +107,11 @@ def test_every_tool_answers_as_the_api_does(db: Path, tmp_path: Path) -> None:
         found["hydrate"] = (
             await session.call_tool("hydrate", {"file": "a.hotmem", "target": "copy.db"})
         ).structured_content
+        found["update"] = (
+            await session.call_tool(
+                "update_memory", {"memory_id": "m-expense", "fact": "Expenses are paid weekly."}
+            )
+        ).structured_content
         found["delete"] = (
             await session.call_tool("delete_memory", {"memory_id": "m-expense"})
         ).structured_content
@@ -122,6 +127,7 @@ def test_every_tool_answers_as_the_api_does(db: Path, tmp_path: Path) -> None:
         "memory_health",
         "search_memories",
         "snapshot",
+        "update_memory",
         "verify_snapshot",
     ]
     assert found["schemas"]["search_memories"]["required"] == ["query"]
@@ -150,6 +156,12 @@ def test_every_tool_answers_as_the_api_does(db: Path, tmp_path: Path) -> None:
     assert (found["snapshot"]["record_count"], found["verify"]["ok"]) == (4, True)
     assert found["hydrate"]["record_count"] == 4
     assert (files / "copy.db").is_file()
+    update = found["update"]
+    assert (update["memory_id"], update["fact"], update["tags"]) == (
+        "m-expense",
+        "Expenses are paid weekly.",
+        ["hr"],
+    )
     assert found["delete"] == {"deleted": "m-expense"}
     with hotmem.open_store(db) as store:
         assert store.count() == 3
@@ -177,6 +189,7 @@ def test_errors_are_tool_errors_with_the_apis_line(db: Path, tmp_path: Path) -> 
             "symlink_out": ("verify_snapshot", {"file": "link.hotmem"}),
             "not_regular": ("verify_snapshot", {"file": "dir"}),
             "unknown_profile": ("search_memories", {"query": "x", "profile": "nope"}),
+            "update_missing": ("update_memory", {"memory_id": "nope", "importance": 0.1}),
         }
         found = {}
         for name, (tool, arguments) in calls.items():
@@ -195,6 +208,7 @@ def test_errors_are_tool_errors_with_the_apis_line(db: Path, tmp_path: Path) -> 
     assert "is outside the files directory" in found["symlink_out"][1]
     assert "'dir' is not a regular file" in found["not_regular"][1]
     assert "unknown profile 'nope'" in found["unknown_profile"][1]
+    assert "no memory with memory_id='nope'" in found["update_missing"][1]
     assert not (tmp_path / "escape.hotmem").exists()
 
 

@@ -181,4 +181,5 @@ def test_the_store_keeps_its_default_profile(tmp_path: Path) -> None:
         store.snapshot(tmp_path / "p.hotmem")
     hotmem.hydrate(tmp_path / "p.hotmem", tmp_path / "h.db")
     with hotmem.open_store(tmp_path / "h.db") as hydrated:
-        assert hydrated.default_profile == "default"  # a store's choice, not its package's
+        # The package carries it (issue 33: a copy searches as its source did).
+        assert hydrated.default_profile == "bm25-only"

@@ -54,6 +54,49 @@ def test_render(done: int | None, total: int | None, text: str) -> None:
     assert Progress("hotmem: migrating...", unit="rows").render(done, total) == text
 
 
+class Clock:
+    """A clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize(
+    ("elapsed", "done", "total", "unit", "text"),
+    [
+        (0.5, 40, 100, "memories", "p: 40 of 100 memories (40%)"),  # too early to say
+        (2.0, 40, 100, "memories", "p: 40 of 100 memories (40%), 20/s, 3 s left"),
+        (2.0, 0, 100, "memories", "p: 0 of 100 memories (0%)"),  # nothing done: no rate
+        (10.0, 100, 100, "memories", "p: 100 of 100 memories (100%)"),  # done: the total alone
+        (10.0, 5_000, None, "rows", "p: 5,000 rows, 500/s"),  # no total: no time left
+        (60.0, 1_000, 100_000, "", "p: 1,000 of 100,000 (1%), 17/s, 1 h 39 min left"),
+        (10.0, 100, 2_000, "", "p: 100 of 2,000 (5%), 10/s, 3 min 10 s left"),
+        (3.0, 1_000, 10_000_000, "", "p: 1,000 of 10,000,000 (0%), 333/s, 8 h 19 min left"),
+        (
+            4.0,
+            12_000_000,
+            48_000_000,
+            "bytes",
+            "p: 12.0 of 48.0 MB (25%), 3.0 MB/s, 12 s left",
+        ),
+    ],
+)
+def test_render_shows_the_rate_and_the_time_left(
+    elapsed: float, done: int, total: int | None, unit: str, text: str
+) -> None:
+    clock = Clock()
+    progress = Progress("p", unit=unit, clock=clock)
+    clock.now += elapsed
+    assert progress.render(done, total) == text
+
+
+def test_a_byte_count_without_a_total_is_in_megabytes() -> None:
+    assert Progress("import", unit="bytes").render(1_234_567, None) == "import: 1.2 MB"
+
+
 def test_redraws_at_most_every_interval_but_always_the_end() -> None:
     terminal = Terminal()
     progress = Progress("p", stream=terminal, interval=3600)

@@ -20,6 +20,7 @@ from typing import NoReturn
 
 from hotmem import __version__
 from hotmem.cli.common import exit_code_of, quiet_stdout
+from hotmem.cli.importing import cmd_import, configure_import
 from hotmem.cli.listing import (
     cmd_export,
     cmd_get,
@@ -33,15 +34,15 @@ from hotmem.cli.memories import (
     cmd_add,
     cmd_delete,
     cmd_explain,
-    cmd_import,
     cmd_search,
     cmd_stats,
+    cmd_update,
     configure_add,
     configure_delete,
     configure_explain,
-    configure_import,
     configure_search,
     configure_stats,
+    configure_update,
 )
 from hotmem.cli.packages import (
     cmd_hydrate,
@@ -126,6 +127,11 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handle
     "list": ("list the memories, by memory_id", configure_list, cmd_list),
     "get": ("print one memory", configure_get, cmd_get),
     "export": ("write the memories as JSON Lines that import reads", configure_export, cmd_export),
+    "update": (
+        "change a memory's fact, importance or tags (its vectors and indexes follow)",
+        configure_update,
+        cmd_update,
+    ),
     "delete": ("delete one memory", configure_delete, cmd_delete),
     "snapshot": ("write the store to a portable package", configure_snapshot, cmd_snapshot),
     "verify": ("verify a package without trusting it", configure_verify, cmd_verify),

@@ -1,12 +1,10 @@
-"""The ``hotmem`` commands on memories: add, import, search, explain, stats, delete."""
+"""The ``hotmem`` commands on memories: add, update, search, explain, stats, delete."""
 
 from __future__ import annotations
 
 import argparse
 import difflib
 import sys
-from collections.abc import Iterator
-from itertools import chain
 
 from hotmem.cli.render import diagnosis_lines, result_lines
 from hotmem.cli.spaces import space_lines
@@ -18,10 +16,7 @@ from hotmem.cli.support import (
     print_json,
     similarity_value,
 )
-from hotmem.errors import ValidationError
-from hotmem.jsonl import JsonlProblem, JsonlRecord, read_jsonl
-from hotmem.models import count_of, memory_from_mapping
-from hotmem.progress import Progress
+from hotmem.errors import MemoryNotFoundError
 from hotmem.retrieval.diagnosis import diagnose
 from hotmem.retrieval.fusion import MIN_SIMILARITY
 from hotmem.retrieval.profiles import PROFILES, Profile
@@ -30,20 +25,18 @@ from hotmem.retrieval.search import search_memories
 from hotmem.store.memory_store import MemoryStore
 
 __all__ = [
-    "MAX_REPORTED_PROBLEMS",
     "cmd_add",
     "cmd_delete",
     "cmd_explain",
-    "cmd_import",
     "cmd_search",
     "cmd_stats",
+    "cmd_update",
     "configure_add",
     "configure_delete",
     "configure_explain",
-    "configure_import",
     "configure_search",
     "configure_stats",
-    "jsonl_memories",
+    "configure_update",
 ]
 
 EXIT_OK = 0
@@ -80,62 +73,25 @@ def cmd_add(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-#: Problems of an import file printed one per line; past this many, only their number.
-MAX_REPORTED_PROBLEMS = 20
-
-
-def _invalid(record: JsonlRecord) -> str | None:
-    try:
-        memory_from_mapping(record.value)
-    except ValidationError as exc:
-        return f"{record.path}:{record.line}: {exc}"
-    return None
-
-
-def jsonl_memories(path: str, problems: list[str]) -> Iterator[dict[str, object]]:
-    """The memories of a JSONL file (``-``: stdin), read and validated a line at a time.
-
-    Each problem is appended to ``problems`` as ``FILE:LINE: reason`` (``hotmem.read_jsonl``'s
-    policy, then the memory's field rules), and nothing is yielded after the first one; at the
-    end, any problem raises :class:`UserInputError` listing them (at most
-    ``MAX_REPORTED_PROBLEMS``, then their count), so a consumer writing in one transaction
-    rolls back.
-
-    Raises:
-        UserInputError: the file has at least one problem.
-    """
-    source = sys.stdin.buffer if path == "-" else path
-    total = 0
-    for item in read_jsonl(source, name="<stdin>" if path == "-" else path):
-        problem = str(item) if isinstance(item, JsonlProblem) else _invalid(item)
-        if problem is not None:
-            total += 1
-            if len(problems) < MAX_REPORTED_PROBLEMS:
-                problems.append(problem)
-        elif not total and isinstance(item, JsonlRecord):
-            yield item.value
-    if total:
-        more = total - len(problems)
-        tail = [f"... and {more} more problem{'s' if more != 1 else ''}"] if more else []
-        raise UserInputError("\n".join([*problems, *tail]))
-
-
-def _counted(items: Iterator[dict[str, object]], progress: Progress) -> Iterator[dict[str, object]]:
-    for done, item in enumerate(items, start=1):
-        progress(done)
-        yield item
-
-
-def cmd_import(args: argparse.Namespace) -> int:
-    records = jsonl_memories(args.file, [])
-    # A file that fails from its first line fails before the store is opened (or created).
-    first = next(records)
-    with (
-        Progress("hotmem: importing", unit="memories read") as progress,
-        created_store(args) as store,
-    ):
-        added = store.add_stream(_counted(chain([first], records), progress))
-    print(f"imported {count_of(added, 'memory', 'memories')}")
+def cmd_update(args: argparse.Namespace) -> int:
+    if args.fact is None and args.importance is None and args.tags is None:
+        raise UserInputError(
+            "hotmem: nothing to update: give --fact, --importance or --tags (see hotmem update -h)"
+        )
+    fact = None if args.fact is None else _fact(args.fact)
+    with existing_store(args) as store:
+        try:
+            memory = store.update(
+                args.memory_id, fact=fact, importance=args.importance, tags=args.tags
+            )
+        except MemoryNotFoundError:
+            raise UserInputError(
+                f"hotmem: no memory with memory_id={args.memory_id!r} (hotmem list shows the ids)"
+            ) from None
+    if args.json:
+        print_json(memory.to_dict())
+    else:
+        print(f"updated {memory.memory_id}")
     return EXIT_OK
 
 
@@ -259,10 +215,6 @@ def configure_add(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the stored memory as JSON")
 
 
-def configure_import(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="JSONL file of memories ('-' for stdin); all or nothing")
-
-
 def _ranking_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--identifier", help="search only this identifier's memories")
     p.add_argument("--limit", type=limit_value, default=5, help="number of results (default 5)")
@@ -300,6 +252,21 @@ def configure_explain(p: argparse.ArgumentParser) -> None:
 
 def configure_stats(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the counts as JSON")
+
+
+def configure_update(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "memory_id", help="the memory to change (its id, identifier and created_at stay)"
+    )
+    p.add_argument("--fact", help="the new text ('-': read it from stdin)")
+    p.add_argument("--importance", type=float, help="the new importance, 0..1")
+    p.add_argument(
+        "--tags",
+        nargs="*",
+        metavar="TAG",
+        help="the new tags, replacing the old ones (--tags alone: no tags)",
+    )
+    p.add_argument("--json", action="store_true", help="print the updated memory as JSON")
 
 
 def configure_delete(p: argparse.ArgumentParser) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from hotmem.cli.support import UserInputError, db_path, existing_store, print_json
@@ -10,6 +11,7 @@ from hotmem.models import count_of
 from hotmem.progress import Progress
 from hotmem.snapshot import hydrate, verify_snapshot
 from hotmem.snapshot._files import output_refusal, store_file_names
+from hotmem.store.settings import DEFAULT_PROFILE
 
 __all__ = [
     "cmd_hydrate",
@@ -105,6 +107,13 @@ def cmd_hydrate(args: argparse.Namespace) -> int:
     )
     for space, action in report.spaces:
         print(f"  space {space!r}: {_ACTIONS[action]}")
+    if report.default_profile != DEFAULT_PROFILE or report.kept_profiles:
+        kept = ", ".join(report.kept_profiles) or "none"
+        print(
+            f"hotmem: default profile set to {report.default_profile!r}; profiles kept from the "
+            f"package: {kept}",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 

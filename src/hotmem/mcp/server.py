@@ -250,6 +250,22 @@ def build_server(
         return result
 
     @server.tool()
+    async def update_memory(
+        memory_id: str,
+        fact: str | None = None,
+        importance: float | None = None,
+        tags: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Change a memory's fact, importance or tags (those given); its vectors follow."""
+
+        def call() -> dict[str, Any]:
+            changed = store().update(memory_id, fact=fact, importance=importance, tags=tags)
+            return changed.to_dict()
+
+        result: dict[str, Any] = _failing(call)
+        return result
+
+    @server.tool()
     async def delete_memory(memory_id: str) -> dict[str, str]:
         """Forget a memory by its id."""
 

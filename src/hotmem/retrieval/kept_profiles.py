@@ -4,9 +4,9 @@
 A store keeps a profile of its own as the JSON of ``Profile.to_dict()`` (``store/settings.py``);
 reading it back is ``Profile.from_mapping``, so a kept profile obeys the same checks as one
 given in Python or in a TOML file, and a damaged one is a ``StoreError`` naming it. A kept
-profile cannot take a built-in's name. Snapshot packages do not carry kept profiles or the
-default (the package format holds memories and vector spaces, not settings): after hydrate,
-import the profile again.
+profile cannot take a built-in's name. Snapshot packages carry the kept profiles and the
+default (the manifest's ``profiles`` field, ``hotmem.snapshot.profiles``), so a hydrated copy
+searches as its source did.
 """
 
 from __future__ import annotations

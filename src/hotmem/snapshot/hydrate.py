@@ -27,24 +27,25 @@ from typing import Any
 
 from hotmem.embedding.hash_v1 import MODEL_NAME, VECTOR_BYTES, embed_bytes
 from hotmem.errors import HydrationError, VerificationError
-from hotmem.models import count_of
 from hotmem.progress import ProgressCallback
 from hotmem.snapshot._files import (
     RENAMES_OPEN_FILES,
     create_beside,
     gc_paused,
-    output_refusal,
     remove_leftovers,
     sync_directory,
 )
+from hotmem.snapshot.profiles import ProfileSettings, hydrated_profiles, write_profiles
 from hotmem.snapshot.reader import PackageReader
 from hotmem.snapshot.records import Column
 from hotmem.snapshot.report import Chunk, VerificationReport
 from hotmem.snapshot.space_plan import SpaceChoice, plan_spaces
+from hotmem.snapshot.target import SIDE_FILES, check_target
 from hotmem.snapshot.vector_checks import EmbedMany
 from hotmem.store import lexical_index, schema
 from hotmem.store import setup as storage
 from hotmem.store import spaces as store_spaces
+from hotmem.store.settings import DEFAULT_PROFILE
 
 __all__ = ["HydrationReport", "hydrate"]
 
@@ -54,7 +55,6 @@ _INSERT = (
 )
 # json.dumps' own C string encoder (no ASCII escaping).
 _quote = json.encoder.encode_basestring
-_SIDE_FILES = ("-journal", "-wal", "-shm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +69,9 @@ class HydrationReport:
         spaces: ``(space, action)`` for each further vector space of the package, in order:
             ``"carry"`` (its vectors loaded as they are), ``"reindex"`` (rebuilt with this
             HotMem's embedder) or ``"drop"`` (left out).
+        default_profile: the store's default profile, the package's (``"default"`` for a
+            package without one, or when the space it searches was dropped).
+        kept_profiles: the names of the profiles of its own the package's store kept.
     """
 
     path: str
@@ -76,64 +79,8 @@ class HydrationReport:
     record_count: int
     content_digest: str
     spaces: tuple[tuple[str, str], ...] = ()
-
-
-def _memories_in(target: Path) -> int:
-    """Memories in an existing database file, opened read-only; refuse anything but HotMem."""
-    try:
-        # immutable: a read-only connection to a WAL store would leave -wal and -shm files
-        # behind; check_target has made sure there is no WAL, so the file holds everything.
-        uri = f"{target.absolute().as_uri()}?mode=ro&immutable=1"
-        connection = sqlite3.connect(uri, uri=True)
-    except sqlite3.Error as exc:
-        raise HydrationError(f"cannot open target {str(target)!r}: {exc}") from None
-    try:
-        problem = storage.incompatibility(connection, str(target))
-        if problem is not None:
-            raise HydrationError(f"target {problem}")
-        if connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
-            return 0
-        return int(connection.execute("SELECT count(*) FROM memories").fetchone()[0])
-    except sqlite3.DatabaseError as exc:
-        raise HydrationError(f"target {str(target)!r} is not a HotMem store: {exc}") from None
-    finally:
-        connection.close()
-
-
-def check_target(target: Path) -> None:
-    """Refuse a target that holds data: only a missing path or an empty store may be replaced.
-
-    An existing file must be a regular file (not a symbolic link: the rename would replace the
-    link, not the store it points to) holding a HotMem store without memories, an empty
-    SQLite database, or nothing (which SQLite treats as an empty database). A leftover journal
-    or WAL file beside it means a connection is open or a crash needs recovery, and is refused
-    too.
-
-    Raises:
-        HydrationError: the target cannot be replaced.
-    """
-    if not target.absolute().parent.is_dir():
-        raise HydrationError(f"cannot hydrate {str(target)!r}: its directory does not exist")
-    for suffix in _SIDE_FILES:
-        side = Path(f"{target}{suffix}")
-        if side.exists():
-            raise HydrationError(
-                f"cannot hydrate {str(target)!r}: {str(side)!r} exists (the store is open or "
-                "needs recovery; open and close it with hotmem first)"
-            )
-    refusal = output_refusal(target)  # a directory, a symbolic link, a FIFO, a device...
-    if refusal is not None:
-        raise HydrationError(refusal.replace("cannot write", "cannot hydrate", 1))
-    if not target.exists():
-        return
-    if target.stat().st_size == 0:
-        return
-    count = _memories_in(target)
-    if count:
-        raise HydrationError(
-            f"target {str(target)!r} holds {count_of(count, 'memory', 'memories')}; hydrate needs "
-            "a new or empty store"
-        )
+    default_profile: str = DEFAULT_PROFILE
+    kept_profiles: tuple[str, ...] = ()
 
 
 class _TagsText(dict[tuple[str, ...], str]):
@@ -254,6 +201,7 @@ def _build(
     choices: list[SpaceChoice],
     *,
     recompute_vectors: bool,
+    profiles: ProfileSettings,
 ) -> VerificationReport:
     """Load every verified chunk into a new store at ``temporary``; raise if any check fails.
 
@@ -285,6 +233,7 @@ def _build(
         last = connection.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
         if last != loaded:  # never seen; the space vectors would be keyed wrongly
             raise HydrationError(f"expected rowids 1 to {loaded} in {temporary}, found {last}")
+        write_profiles(connection, profiles)
         _finish(connection, indexes)
     except sqlite3.Error as exc:
         raise HydrationError(f"cannot build the store from {reader.path!r}: {exc}") from None
@@ -358,7 +307,8 @@ def hydrate(
                 recompute_vectors=recompute_vectors,
             )
         )
-        remove_leftovers(destination, ".hydrating", _SIDE_FILES)
+        profiles = hydrated_profiles(manifest, choices)
+        remove_leftovers(destination, ".hydrating", SIDE_FILES)
         try:
             descriptor, temporary = create_beside(destination, ".hydrating")
         except OSError as exc:
@@ -366,7 +316,13 @@ def hydrate(
         locked = [descriptor]  # closed at the end, after the rename where the system allows
         try:
             try:
-                report = _build(temporary, reader, choices, recompute_vectors=recompute_vectors)
+                report = _build(
+                    temporary,
+                    reader,
+                    choices,
+                    recompute_vectors=recompute_vectors,
+                    profiles=profiles,
+                )
                 check_target(destination)  # again: nothing may have appeared meanwhile
                 if not RENAMES_OPEN_FILES:
                     os.close(locked.pop())
@@ -375,7 +331,7 @@ def hydrate(
             except OSError as exc:  # a full disk, a read-only directory, an unreadable package
                 raise HydrationError(f"cannot hydrate {str(destination)!r}: {exc}") from None
         except BaseException:
-            for leftover in (temporary, *(Path(f"{temporary}{s}") for s in _SIDE_FILES)):
+            for leftover in (temporary, *(Path(f"{temporary}{s}") for s in SIDE_FILES)):
                 with suppress(FileNotFoundError):
                     os.unlink(leftover)
             raise
@@ -385,4 +341,7 @@ def hydrate(
     sync_directory(destination.absolute().parent)
     digest = report.content_digest or ""  # a verified package always has its digest
     actions = tuple((choice.space.name, choice.action) for choice in choices)
-    return HydrationReport(report.path, str(destination), report.record_count, digest, actions)
+    kept = tuple(sorted(profiles.kept))
+    return HydrationReport(
+        report.path, str(destination), report.record_count, digest, actions, profiles.default, kept
+    )

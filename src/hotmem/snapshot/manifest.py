@@ -3,7 +3,9 @@
 The manifest is ``manifest.json``, the first member: the format and version, the record count,
 the embedding and FTS configuration the records were indexed with, every data member's size,
 SHA-256 and record count, the vector spaces beyond ``hotmem-hash-v1`` with their members (only
-when the store has any: ``spaces``), and the content digest over the members in package order.
+when the store has any: ``spaces``), the store's default and kept profiles (only when it has
+any but the built-in default: ``profiles``), and the content digest over the members in
+package order.
 Checking a manifest read from a package is ``manifest_check``.
 """
 
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME
 from hotmem.snapshot import format as fmt
+from hotmem.snapshot.profiles import ProfileSettings
 from hotmem.store.fts import LEXICAL_INDEX
 from hotmem.store.spaces import VectorSpace
 
@@ -97,6 +100,8 @@ class Manifest:
         members: the data members in order, records and vectors alternating.
         vector_bytes: bytes per vector the declared embedding implies.
         spaces: the further vector spaces, by name (empty for a package without any).
+        profiles: the source store's default and kept profiles (``None``: the built-in
+            ``default`` alone, or a package older than the field).
     """
 
     record_count: int | None
@@ -104,6 +109,7 @@ class Manifest:
     members: list[MemberMeta]
     vector_bytes: int
     spaces: tuple[SpaceMeta, ...] = ()
+    profiles: ProfileSettings | None = None
 
     def in_package_order(self) -> list[MemberMeta]:
         """Every data member, in the order the package holds them (``package_order``)."""
@@ -136,11 +142,15 @@ def content_digest(members: Iterable[tuple[str, str]]) -> str:
 
 
 def manifest_bytes(
-    record_count: int, members: Sequence[MemberMeta], spaces: Sequence[SpaceMeta] = ()
+    record_count: int,
+    members: Sequence[MemberMeta],
+    spaces: Sequence[SpaceMeta] = (),
+    profiles: ProfileSettings | None = None,
 ) -> bytes:
     """The manifest for these data members: sorted keys, two-space indent, final newline.
 
-    ``spaces`` adds the ``spaces`` field; without any the manifest has no such field.
+    ``spaces`` adds the ``spaces`` field, ``profiles`` the ``profiles`` field; without them
+    the manifest has no such field.
     """
     ordered = package_order(members, spaces)
     manifest: dict[str, object] = {
@@ -154,4 +164,6 @@ def manifest_bytes(
     }
     if spaces:
         manifest["spaces"] = [space.to_dict() for space in spaces]
+    if profiles is not None:
+        manifest["profiles"] = profiles.to_dict()
     return (json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode()

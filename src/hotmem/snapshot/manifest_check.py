@@ -14,6 +14,7 @@ from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME, VECTOR_BYTES
 from hotmem.snapshot import format as fmt
 from hotmem.snapshot.format import SnapshotProblem
 from hotmem.snapshot.manifest import Manifest, MemberMeta, SpaceMeta
+from hotmem.snapshot.profiles import check_profiles
 from hotmem.snapshot.records import reject_constant
 
 __all__ = ["MANIFEST_VALUES", "check_manifest", "parse_manifest"]
@@ -24,8 +25,9 @@ MANIFEST_VALUES = 5 * fmt.MAX_MEMBERS + 64
 _KEYS = frozenset(
     {"content_digest", "embedding", "format", "format_version", "fts", "members", "record_count"}
 )
-#: Fields a manifest may hold besides ``_KEYS``: only when the package has further spaces.
-_OPTIONAL_KEYS = frozenset({"spaces"})
+#: Fields a manifest may hold besides ``_KEYS``: only when the package has further spaces, or
+#: profile settings.
+_OPTIONAL_KEYS = frozenset({"spaces", "profiles"})
 _MEMBER_KEYS = frozenset({"name", "records", "sha256", "size"})
 _SPACE_KEYS = frozenset({"digest", "dimension", "dtype", "members", "model_id", "name"})
 _HEX = frozenset("0123456789abcdef")
@@ -106,7 +108,10 @@ def check_manifest(value: object) -> tuple[Manifest | None, list[SnapshotProblem
         if checked is None:
             return None, problems
         spaces = checked
-    return Manifest(record_count, digest, members, width, spaces), problems
+    profiles = None
+    if "profiles" in value:
+        profiles = check_profiles(value["profiles"], [space.name for space in spaces], add)
+    return Manifest(record_count, digest, members, width, spaces, profiles), problems
 
 
 def _check_envelope(value: object, add: _Add) -> bool:
@@ -126,7 +131,7 @@ def _check_envelope(value: object, add: _Add) -> bool:
     missing = sorted(_KEYS - value.keys())
     unknown = sorted(value.keys() - _KEYS - _OPTIONAL_KEYS)
     if missing or unknown:
-        expected = "the fields " + ", ".join(sorted(_KEYS)) + " (and spaces, if any)"
+        expected = "the fields " + ", ".join(sorted(_KEYS)) + " (and spaces, profiles, if any)"
         add("manifest", expected, _fields_found(missing, unknown))
     return not missing
 

@@ -39,6 +39,7 @@ from hotmem.snapshot._files import (
 from hotmem.snapshot.chunking import chunks, further_spaces
 from hotmem.snapshot.format import CentralEntry, MemberKind
 from hotmem.snapshot.manifest import MemberMeta, SpaceMeta, content_digest, manifest_bytes
+from hotmem.snapshot.profiles import ProfileSettings, profiles_of
 from hotmem.store import spaces as store_spaces
 
 __all__ = ["SnapshotReport", "store_files", "write_snapshot"]
@@ -143,9 +144,10 @@ def _assemble(
     spooled: list[_Spooled],
     record_count: int,
     spaces: Sequence[store_spaces.VectorSpace],
+    profiles: ProfileSettings | None,
 ) -> None:
     """Write the package: manifest, data members, central directory, end record."""
-    manifest = manifest_bytes(record_count, *_manifest_parts(spooled, spaces))
+    manifest = manifest_bytes(record_count, *_manifest_parts(spooled, spaces), profiles)
     size = len(manifest)
     entries = [CentralEntry(fmt.MANIFEST_NAME, fmt.STORED, zlib.crc32(manifest), size, size, 0)]
     out.write(fmt.local_header(entries[0]))
@@ -235,11 +237,12 @@ def write_snapshot(
                 connection.execute("BEGIN")
             try:
                 spaces = further_spaces(connection)
+                profiles = profiles_of(connection)
                 spooled, record_count = _spool(connection, spool, spaces, progress)
             finally:
                 if began:
                     connection.execute("COMMIT")
-            _assemble(out, spool, spooled, record_count, spaces)
+            _assemble(out, spool, spooled, record_count, spaces, profiles)
             out.flush()
             os.fsync(out.fileno())
             size = out.tell()

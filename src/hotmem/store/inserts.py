@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from hotmem.errors import DuplicateMemoryError, ValidationError
 from hotmem.progress import ProgressCallback, monotonic
@@ -38,6 +38,7 @@ __all__ = [
     "space_rows_of",
 ]
 
+T = TypeVar("T")
 #: Memories validated, embedded and inserted at a time by ``add_many`` and ``add_stream``.
 ADD_BATCH = 10_000
 #: Batches at least this large are indexed in one statement.
@@ -84,7 +85,7 @@ class Tally:
         self.report(self.done, self.total)
 
 
-def batches(items: Iterable[Memory], size: int) -> Iterator[list[Memory]]:
+def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
     """``items`` in lists of ``size`` (the last one shorter), read lazily."""
     iterator = iter(items)
     while batch := list(islice(iterator, size)):

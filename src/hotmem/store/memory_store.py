@@ -22,6 +22,7 @@ from hotmem.store.inserts import ADD_BATCH
 from hotmem.store.options import Accelerator, accelerated, checked_timeout
 from hotmem.store.settings import Settings
 from hotmem.store.space_methods import VectorSpaces
+from hotmem.store.updates import Updates, validated
 from hotmem.store.upkeep import Upkeep
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ __all__ = ["Accelerator", "MemoryStore", "open_store"]
 _SELECT_MEMORY = "SELECT memory_id, identifier, fact, importance, tags, created_at FROM memories"
 
 
-class MemoryStore(VectorSpaces, Settings, Upkeep):
+class MemoryStore(VectorSpaces, Settings, Updates, Upkeep):
     """A HotMem store. Use :func:`open_store` to get one; it is a context manager."""
 
     def __init__(
@@ -225,21 +226,10 @@ class MemoryStore(VectorSpaces, Settings, Upkeep):
     def _validated(
         self, items: Iterable[Memory | Mapping[str, object]], keep: list[Memory] | None
     ) -> Iterator[Memory]:
-        from hotmem.models import Memory, memory_from_mapping, system_clock
-
-        clock = self._clock or system_clock
-        for position, item in enumerate(items):
-            try:
-                if isinstance(item, Memory):
-                    # Re-validate: a Memory can be built by hand with any values.
-                    memory = memory_from_mapping(item.to_dict())
-                else:
-                    memory = memory_from_mapping(item, clock=clock)
-            except ValidationError as exc:
-                raise type(exc)(f"memory #{position}: {exc}") from None
+        for item in validated(items, self._clock):
             if keep is not None:
-                keep.append(memory)
-            yield memory
+                keep.append(item.memory)
+            yield item.memory
 
     def _insert(
         self,

@@ -51,7 +51,7 @@ class Settings:
     @property
     def default_profile(self) -> str:
         """The name of the profile a search runs when it names none (``"default"`` unless
-        ``hotmem.set_default_profile`` chose another; kept in the store, not in its packages).
+        ``hotmem.set_default_profile`` chose another; kept in the store and in its packages).
 
         Raises:
             StoreError: the store cannot be read.
