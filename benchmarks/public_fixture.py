@@ -42,14 +42,15 @@ PUBLISHED: dict[str, tuple[str, tuple[str | None, str]]] = {
 }
 
 
-def run() -> dict[str, Any]:
-    """The evaluator's result on the public fixture (top-k 5, profile ``default``)."""
+def run(fixture: Path = FIXTURE) -> dict[str, Any]:
+    """The evaluator's result on a fixture (top-k 5, profile ``default``): the public one by
+    default."""
     from hotmem_eval.cli import main
 
     with tempfile.TemporaryDirectory() as directory:
         output = Path(directory) / "result.json"
-        argv = ["--corpus", str(FIXTURE / "corpus.jsonl"), "--queries"]
-        argv += [str(FIXTURE / "queries.jsonl"), "--output", str(output)]
+        argv = ["--corpus", str(fixture / "corpus.jsonl"), "--queries"]
+        argv += [str(fixture / "queries.jsonl"), "--output", str(output)]
         if main(argv) != 0:
             raise SystemExit("the evaluator failed on the public fixture")
         document: dict[str, Any] = json.loads(output.read_text(encoding="utf-8"))
@@ -113,6 +114,22 @@ def tables(result: dict[str, Any]) -> str:
         f"(`{recommendation['code']}`): {recommendation['text']}",
     ]
     return "\n".join(lines)
+
+
+def paraphrase_sentence(committed: dict[str, Any], public: dict[str, Any]) -> str:
+    """docs/semantic.md's first figures: paraphrase against exact-wording Recall@5 of the
+    committed fixture and of the public one."""
+
+    def recall(result: dict[str, Any], category: str) -> str:
+        block = result["profiles"][0]["metrics"]["by_category"][category]["recall_at_k"]
+        return f"{block['value']:.2f}"
+
+    exact = {recall(committed, "exact_lexical"), recall(public, "exact_lexical")}
+    return (
+        f"(Recall@5 {recall(committed, 'semantic_paraphrase')} on the committed fixture, "
+        f"{recall(public, 'semantic_paraphrase')} on the KGH fixture,\nagainst "
+        f"{' and '.join(sorted(exact))} for exact wording)"
+    )
 
 
 def section(page: str) -> str:

@@ -21,6 +21,12 @@ def test_the_docs_figures_of_the_public_fixture_are_a_fresh_runs() -> None:
     assert public_fixture.section(page) == public_fixture.tables(public_fixture.run())
 
 
+def test_the_semantic_page_quotes_both_fixtures_paraphrase_recall() -> None:
+    committed = public_fixture.run(ROOT / "benchmarks" / "retrieval")
+    sentence = public_fixture.paraphrase_sentence(committed, public_fixture.run())
+    assert sentence in (ROOT / "docs" / "semantic.md").read_text(encoding="utf-8")
+
+
 def test_the_tables_read_the_first_profile() -> None:
     half = {"value": 0.5, "numerator": 1, "denominator": 2}
     scopes = {scope for _, (scope, _) in public_fixture.PUBLISHED.values() if scope}
