@@ -147,3 +147,20 @@ def test_uv_tool_install_gives_hotmem_and_a_clear_word_about_the_extra(
         "'.[eval]'"
     )
     assert not (work / "r.json").exists()
+
+
+def test_the_quick_start_installs_only_the_evaluator_s_extra() -> None:
+    """The README's first command syncs the ``eval`` extra alone (no dev group: no test, lint,
+    type or docs tools, no model); ``test_the_installed_hotmem_eval_runs_on_its_own_fixture``
+    shows that extra is all the evaluator needs."""
+    import tomllib
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first = readme.split("```bash\n", 1)[1].split("\n", 1)[0]
+    assert first.startswith("uv run --no-dev --extra eval python scripts/retrieval_eval.py ")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    extra = [
+        name.split(">")[0].split("=")[0]
+        for name in project["project"]["optional-dependencies"]["eval"]
+    ]
+    assert extra == ["polars", "pyarrow", "duckdb", "numpy", "matplotlib"]
