@@ -101,7 +101,7 @@ def _first_ranks(result: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append(
                 {
                     "profile": entry["name"],
-                    "category": query["category"] or "(none)",
+                    "category": query["category"] or "all queries",
                     "query_id": query["query_id"],
                     "rank": min(ranks) if ranks else None,
                     "k": k,
