@@ -16,6 +16,7 @@ COMMANDS_HELP = """commands:
   run     evaluate retrieval on a fixture (the default: 'hotmem-eval' alone runs it)
   query   run SQL over exported runs: 'hotmem-eval query DIR [DIR ...] SQL' (query --help)
   compare compare two exported runs: 'hotmem-eval compare RUN_A RUN_B' (compare --help)
+  report  render a saved result again: 'hotmem-eval report RESULT.json [--html P]'
   tune    choose a profile for a collection by cross-validation (tune --help)
 """
 
@@ -34,6 +35,7 @@ def run_parser() -> argparse.ArgumentParser:
         prog="hotmem-eval",
         usage="%(prog)s [run] [options]\n       %(prog)s query DIR [DIR ...] SQL [options]"
         "\n       %(prog)s compare RUN_A RUN_B"
+        "\n       %(prog)s report RESULT.json [--report P] [--html P]"
         "\n       %(prog)s tune --collection DIR [options]",
         description="Evaluate HotMem retrieval on a fixture: metrics, failure reasons,\n"
         "transfer invariance, timings and a recommendation.\n\n" + COMMANDS_HELP,
