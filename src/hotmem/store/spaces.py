@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hotmem.embedding.hash_v1 import DIMENSION, DTYPE, HASH_DIGEST, MODEL_NAME
+from hotmem.embedding.vectors import first_not_unit, vector_breach
 from hotmem.errors import StoreError, ValidationError
+from hotmem.fields import shown
 
 if TYPE_CHECKING:
     from hotmem.embedding.registry import Embedder
@@ -38,6 +40,7 @@ __all__ = [
     "read_spaces",
     "space_of",
     "space_vectors",
+    "unit_problems",
     "vector_count",
     "write_space",
 ]
@@ -239,4 +242,39 @@ def problems(connection: sqlite3.Connection) -> tuple[str, ...]:
     )
     for sql, message in checks:
         found += [message.format(*row) for row in connection.execute(sql)]
+    return tuple(found)
+
+
+_UNIT_BATCH = 4096
+_SPACE_ROWS = (
+    "SELECT m.memory_id, v.vector FROM space_vectors AS v JOIN memories AS m "
+    "ON m.rowid = v.memory_rowid WHERE v.space = ? AND typeof(v.vector) = 'blob' "
+    "AND length(v.vector) = ? ORDER BY v.memory_rowid"
+)
+_HASH_ROWS = (
+    "SELECT memory_id, embedding FROM memories WHERE typeof(embedding) = 'blob' "
+    "AND length(embedding) = ? ORDER BY rowid"
+)
+
+
+def unit_problems(connection: sqlite3.Connection) -> tuple[str, ...]:
+    """One line for each memory whose vector in a space (``hotmem-hash-v1`` included) is not
+    finite and of unit length (``hotmem.embedding.vectors``), naming the memory and the space.
+    A batch of vectors is checked at once; only a batch holding a bad one is looked into."""
+    found = []
+    for space in read_spaces(connection):
+        width = 4 * space.dimension
+        if space.name == MODEL_NAME:
+            cursor = connection.execute(_HASH_ROWS, (width,))
+        else:
+            cursor = connection.execute(_SPACE_ROWS, (space.name, width))
+        while batch := cursor.fetchmany(_UNIT_BATCH):
+            if first_not_unit(b"".join(row[1] for row in batch), width) is None:
+                continue
+            found += [
+                f"vector space {space.name!r}: memory_id={shown(memory_id)} has a vector not "
+                f"finite and of unit length ({vector_breach(vector)})"
+                for memory_id, vector in batch
+                if first_not_unit(vector, width) is not None
+            ]
     return tuple(found)

@@ -92,8 +92,9 @@ class Upkeep:
         indexes (with content comparison for the word index, which also finds a memory
         missing from it or indexed with other text), compares the CJK gram index with the
         grams of every fact, and looks for vectors of no space, of no memory or of the wrong
-        size (``spaces.problems``). (FTS5's check is a write statement: it waits for other
-        writers like a write does.)
+        size (``spaces.problems``), and for vectors that are not finite and of unit length
+        (``spaces.unit_problems``, naming each memory). (FTS5's check is a write statement: it
+        waits for other writers like a write does.)
 
         Raises:
             StoreError: the check itself cannot run (the store is locked or read-only).
@@ -119,5 +120,5 @@ class Upkeep:
                     ) from None
                 problems += (f"{label}{exc}",)
         with self.reading() as connection:
-            vectors = spaces.problems(connection)
+            vectors = spaces.problems(connection) + spaces.unit_problems(connection)
         return problems + lexical_index.differences(self._connection) + vectors
