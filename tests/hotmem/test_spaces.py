@@ -301,3 +301,41 @@ def test_insert_packed_refuses(name: str, packed: bytes, width: int, message: st
         spaces.insert_packed(connection, name, 1, packed, width)
     assert str(raised.value) == message
     assert connection.execute("SELECT count(*) FROM space_vectors").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("rebuild", [False, True])
+def test_a_reused_rowid_never_inherits_a_deleted_memorys_vector(
+    tmp_path: Path, rebuild: bool
+) -> None:
+    """Issue 35: while a reindex embeds a batch, another process deletes the newest memory
+    and adds one, which SQLite gives the same rowid; the batch's vector of the deleted memory
+    must not be written for the new one."""
+    path = tmp_path / "s.db"
+    with hotmem.open_store(path) as store:
+        store.add_many(_memories(3))
+        if rebuild:
+            store.add_space(SEMANTIC_MODEL)
+        newest = store.connection.execute("SELECT max(rowid) FROM memories").fetchone()[0]
+        raced: list[int] = []
+
+        def meanwhile(embedded: int, total: int | None) -> None:
+            if embedded and not raced:  # the batch has been read and is being embedded
+                with hotmem.open_store(path) as other:
+                    other.delete("m-02")
+                    other.add("Deploys freeze on Fridays.", identifier="x", memory_id="new")
+                    raced.append(
+                        other.connection.execute(
+                            "SELECT rowid FROM memories WHERE memory_id = 'new'"
+                        ).fetchone()[0]
+                    )
+
+        if rebuild:
+            store.reindex(SEMANTIC_MODEL, rebuild=True, progress=meanwhile)
+        else:
+            store.add_space(SEMANTIC_MODEL, progress=meanwhile)
+        assert raced == [newest]  # the rowid was reused: the race happened
+        embedder = hotmem.get_embedder(SEMANTIC_MODEL)
+        expected = embedder.embed_many(["Deploys freeze on Fridays."])[0]
+        assert _vectors(store, SEMANTIC_MODEL)["new"] == expected
+        assert sorted(_vectors(store, SEMANTIC_MODEL)) == ["m-00", "m-01", "new"]
+        assert store.check_integrity() == ()
