@@ -204,6 +204,42 @@ def test_a_corrupted_full_text_index_is_a_store_error(on_disk: Path) -> None:
         assert store.check_integrity() == ("full-text index: database disk image is malformed",)
 
 
+@pytest.mark.parametrize(
+    ("damage", "read_found", "write_found"),
+    [
+        (  # FTS5 says this one as a plain error, in other words for a write (issue 35)
+            "UPDATE memories_fts_config SET v = 99 WHERE k = 'version'",
+            "'no such fts5 table: main.memories_fts'",
+            "\"invalid fts5 file format (found 99, expected 4) - run 'rebuild'\"",
+        ),
+    ],
+)
+def test_add_and_delete_on_a_damaged_full_text_index_fail_as_search_does(
+    on_disk: Path, damage: str, read_found: str, write_found: str
+) -> None:
+    tamper(on_disk, damage)
+    damaged = (
+        "the store is damaged: expected a sound SQLite file and full-text index, found {}; "
+        "check_integrity() lists the problems; restore the store from a snapshot"
+    )
+    with hotmem.open_store(on_disk) as store:
+        with pytest.raises(hotmem.StoreError) as searched:
+            hotmem.search_memories(store, "copper kettle")
+        assert str(searched.value) == (
+            f"cannot read store {str(on_disk)!r}: {damaged.format(read_found)}"
+        )
+        for write in (
+            lambda: store.add("A copper pot.", identifier="a"),
+            lambda: store.delete("m-1"),
+        ):
+            with pytest.raises(hotmem.StoreError) as written:
+                write()
+            assert str(written.value) == (
+                f"cannot write to store {str(on_disk)!r}: {damaged.format(write_found)}"
+            )
+        assert len(store) == 2  # nothing was written
+
+
 def test_an_index_entry_without_its_memory_is_a_store_error(on_disk: Path) -> None:
     tamper(on_disk, "DROP TRIGGER memories_fts_delete")
     tamper(on_disk, "DELETE FROM memories WHERE memory_id = 'm-1'")

@@ -57,11 +57,20 @@ _REASONS: tuple[tuple[str, Callable[[str, float], str]], ...] = (
 )
 
 
+#: What FTS5 says, in a plain SQLITE_ERROR, of an index whose own tables were altered:
+#: "no such fts5 table: main.memories_fts", "invalid fts5 file format (found 99, expected 4)".
+_FTS5_DAMAGE = ("no such fts5 table", "invalid fts5 file format")
+
+
 def store_error(exc: sqlite3.Error, target: str, action: str, busy_timeout: float) -> StoreError:
     """The :class:`StoreError` for ``exc``, raised while trying to ``action`` the store at
     ``target`` (whose connection waits ``busy_timeout`` seconds for a lock)."""
     name = getattr(exc, "sqlite_errorname", None) or ""
     found = str(exc)
+    if name == "SQLITE_ERROR" and found.startswith(_FTS5_DAMAGE):
+        # A full-text index's own tables altered (its config, its shadow tables): FTS5 says
+        # so as a plain error, in other words for a read than for a write. It is damage.
+        name = "SQLITE_CORRUPT_VTAB"
     for prefix, reason in _REASONS:
         if name.startswith(prefix):
             hint = _package_hint(target) if prefix == "SQLITE_NOTADB" else ""
