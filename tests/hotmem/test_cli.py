@@ -92,6 +92,12 @@ def test_import_is_all_or_nothing_with_line_numbers(
         2,
         f"{empty}: expected at least one JSON object, found no records\n",
     )
+    many = tmp_path / "many.jsonl"
+    many.write_text(json.dumps({"fact": "x", "identifier": "a", "tags": ["t"] * 70_000}) + "\n")
+    assert run(capsys, "--db", str(db), "import", str(many))[0::2] == (
+        2,
+        f"{many}:1: expected at most 65536 tags, found 70000 tags\n",
+    )
     missing, new = tmp_path / "missing.jsonl", tmp_path / "new.db"
     assert run(capsys, "--db", str(new), "import", str(missing))[0::2] == (
         2,

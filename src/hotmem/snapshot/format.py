@@ -16,6 +16,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Literal
 
+from hotmem.fields import MAX_TAGS as _STORE_MAX_TAGS
+
 __all__ = [
     "CENTRAL_FIELDS",
     "CENTRAL_STRUCT",
@@ -66,8 +68,9 @@ FTS_COLUMNS = ("fact",)
 CHUNK_RECORDS = 10_000
 CHUNK_CHARS = 16 * 2**20
 
-# Tags one record may hold: a record's values bound what reading its line can cost.
-MAX_TAGS = 2**16
+# Tags one record may hold: a record's values bound what reading its line can cost. The
+# store's own limit (``fields.MAX_TAGS``), so any memory it accepts can be snapshotted.
+MAX_TAGS = _STORE_MAX_TAGS
 
 # Limits the reader enforces before it decompresses anything.
 MAX_MEMBER_BYTES = 64 * 2**20

@@ -136,8 +136,6 @@ def field_problem(field: str, value: object) -> Breach | None:
     """
     if field == "created_at":
         return canonical_timestamp_breach(value)
-    if field == "tags" and isinstance(value, list) and len(value) > fmt.MAX_TAGS:
-        return Breach(f"at most {fmt.MAX_TAGS} tags", f"{len(value)} tags")
     return field_breach(field, value)
 
 
