@@ -151,6 +151,35 @@ def test_usage_errors_exit_2(home: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "expected 1..10000, found 0" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv", [["add", "x", "--identifier", "a"], ["stats"], ["search", "x"]])
+def test_an_empty_db_is_refused_not_the_default_store(
+    home: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    for where in (["--db", "", *argv], [*argv, "--db", ""]):
+        with pytest.raises(SystemExit) as raised:
+            main(where)
+        assert raised.value.code == 2
+        err = capsys.readouterr().err
+        assert err.endswith(
+            "error: argument --db: expected a store file path, found an empty string\n"
+        )
+    assert not default_db_path({"HOTMEM_HOME": str(home)}).exists()
+
+
+@pytest.mark.parametrize("argv", [["stats"], ["search", "x"], ["list"], ["delete", "m"]])
+def test_a_zero_byte_file_is_no_store_and_is_left_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    assert run(capsys, "--db", str(empty), *argv)[0::2] == (
+        2,
+        f"hotmem: an empty file at {str(empty)!r} (add, import or hydrate creates one)\n",
+    )
+    assert empty.read_bytes() == b""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db"]
+
+
 def test_python_dash_m_runs_the_cli(tmp_path: Path) -> None:
     hotmem.open_store(tmp_path / "s.db").close()
     completed = subprocess.run(

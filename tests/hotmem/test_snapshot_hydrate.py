@@ -221,6 +221,23 @@ def names(directory: Path) -> list[str]:
 
 
 @pytest.mark.parametrize(
+    ("target", "found"),
+    [(":memory:", "SQLite's name of an in-memory database"), ("", "an empty string")],
+)
+def test_refuses_a_target_that_names_no_file(
+    package: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str, found: str
+) -> None:
+    monkeypatch.chdir(tmp_path)  # where a file named ':memory:' would appear
+    before = names(tmp_path)
+    with pytest.raises(hotmem.HydrationError) as raised:
+        hotmem.hydrate(package, target)
+    assert str(raised.value) == (
+        f"cannot hydrate {target!r}: expected a store file path, found {found}"
+    )
+    assert names(tmp_path) == before
+
+
+@pytest.mark.parametrize(
     ("exception", "raised"),
     [
         (KeyboardInterrupt, KeyboardInterrupt),

@@ -437,3 +437,11 @@ def test_the_most_tags_a_memory_may_hold_are_snapshotted_and_hydrated(tmp_path: 
     hotmem.hydrate(tmp_path / "p.zip", tmp_path / "t.db")
     with hotmem.open_store(tmp_path / "t.db") as store:
         assert list(store.get("m").tags) == tags
+
+
+def test_an_empty_path_is_refused_not_opened_as_a_temporary_store() -> None:
+    with pytest.raises(hotmem.StoreError) as raised:
+        hotmem.open_store("")
+    assert str(raised.value) == (
+        "cannot open store '': expected a path (or ':memory:'), found an empty string"
+    )

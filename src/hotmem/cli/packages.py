@@ -87,7 +87,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_hydrate(args: argparse.Namespace) -> int:
     package = _package(args.package)
     target = db_path(args)
-    if not args.db:
+    if args.db is None:
         target.parent.mkdir(parents=True, exist_ok=True)
     with Progress("hotmem: hydrating", unit="memories") as progress:
         report = hydrate(

@@ -338,10 +338,15 @@ def hydrate(
         SnapshotError: the package cannot be opened.
         VerificationError: the package failed verification (``error.report`` lists why),
             including, with ``recompute_vectors``, a vector that is not its fact's embedding.
-        HydrationError: the target holds data or cannot be written, or a further space cannot
+        HydrationError: the target holds data, cannot be written or is no file path (``""``,
+            ``":memory:"``), or a further space cannot
             be carried, reindexed or dropped as asked (the message names the space and the
             options); nothing was changed.
     """
+    named = os.fspath(target)
+    if named in ("", ":memory:"):  # no file: Path("") is ".", and ":memory:" would be a file
+        found = "an empty string" if not named else "SQLite's name of an in-memory database"
+        raise HydrationError(f"cannot hydrate {named!r}: expected a store file path, found {found}")
     destination = Path(target)
     check_target(destination)
     with gc_paused(), PackageReader(path, progress=progress) as reader:

@@ -60,6 +60,10 @@ def connect(
     target = os.fspath(path)
     if "\x00" in target:
         raise StoreError(f"cannot open store {target!r}: expected a path, found a NUL character")
+    if not target:  # SQLite would open a private temporary database, gone when closed
+        raise StoreError(
+            "cannot open store '': expected a path (or ':memory:'), found an empty string"
+        )
     if target != ":memory:":
         parent = os.path.dirname(os.path.realpath(target))
         if not os.path.isdir(parent):
