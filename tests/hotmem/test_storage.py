@@ -162,6 +162,15 @@ def _newer(path: Path) -> None:
     connection.close()
 
 
+def _huge_version(path: Path) -> None:
+    hotmem.open_store(path).close()
+    connection = sqlite3.connect(path)
+    huge = "9" * 5000  # past Python's int() limit of 4,300 digits: a ValueError traceback once
+    connection.execute("UPDATE hotmem_meta SET value = ? WHERE key = 'schema_version'", (huge,))
+    connection.commit()
+    connection.close()
+
+
 def _foreign_beside_half_store(path: Path) -> None:
     connection = sqlite3.connect(path)
     connection.execute("CREATE TABLE theirs (x)")
@@ -180,6 +189,11 @@ def _memories_without_meta(path: Path) -> None:
             _newer,
             "was written by a newer HotMem: expected schema_version at most "
             f"{schema.SCHEMA_VERSION}, found schema_version='{schema.SCHEMA_VERSION + 1}'",
+        ),
+        (
+            _huge_version,
+            f"is incompatible: expected schema_version='{schema.SCHEMA_VERSION}', found "
+            f"schema_version='{'9' * 76}\\.\\.\\.$",
         ),
         (_foreign_beside_half_store, "is a SQLite database but not a HotMem store"),
         (

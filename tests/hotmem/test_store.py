@@ -445,3 +445,28 @@ def test_an_empty_path_is_refused_not_opened_as_a_temporary_store() -> None:
     assert str(raised.value) == (
         "cannot open store '': expected a path (or ':memory:'), found an empty string"
     )
+
+
+@pytest.mark.parametrize(
+    ("items", "found"),
+    [
+        (5, "int 5"),
+        (None, "NoneType None"),
+        ("a fact", "str 'a fact'"),
+        (b"xy", "bytes b'xy'"),
+        (
+            {"fact": "x", "identifier": "a"},
+            "one mapping (add one memory with store.add, or pass a list of them)",
+        ),
+    ],
+)
+def test_add_many_and_add_stream_refuse_what_is_no_iterable_of_memories(
+    store: MemoryStore, items: object, found: str
+) -> None:
+    for add in (store.add_many, store.add_stream):
+        with pytest.raises(ValidationError) as raised:
+            add(items)  # type: ignore[arg-type]
+        assert str(raised.value) == (
+            f"expected an iterable of memories (Memory objects or mappings), found {found}"
+        )
+    assert store.count() == 0

@@ -13,18 +13,21 @@ finishes a model run and as each batch is inserted.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from hotmem.errors import DuplicateMemoryError, ValidationError
+from hotmem.fields import shown
 from hotmem.progress import ProgressCallback, monotonic
 from hotmem.store import lexical_index, schema, spaces
 
 if TYPE_CHECKING:
     from hotmem.embedding.registry import Embedder
     from hotmem.models import Memory
+
+_Item = TypeVar("_Item")
 
 __all__ = [
     "ADD_BATCH",
@@ -34,6 +37,7 @@ __all__ = [
     "Tally",
     "batches",
     "insert_batches",
+    "memory_items",
     "rows_of",
     "space_rows_of",
 ]
@@ -82,6 +86,24 @@ class Tally:
         """A batch of ``size`` memories is in."""
         self.done += size
         self.report(self.done, self.total)
+
+
+def memory_items(items: Iterable[_Item]) -> Iterable[_Item]:
+    """``items`` when it is an iterable of memories (``add_many``, ``add_stream``).
+
+    Raises:
+        ValidationError: it is not iterable, or is text, bytes or one mapping (whose
+            characters or keys would be taken for memories).
+    """
+    if isinstance(items, Mapping):
+        found = "one mapping (add one memory with store.add, or pass a list of them)"
+    elif isinstance(items, str | bytes | bytearray) or not isinstance(items, Iterable):
+        found = f"{type(items).__name__} {shown(items)}"
+    else:
+        return items
+    raise ValidationError(
+        f"expected an iterable of memories (Memory objects or mappings), found {found}"
+    )
 
 
 def batches(items: Iterable[Memory], size: int) -> Iterator[list[Memory]]:

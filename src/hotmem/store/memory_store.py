@@ -228,7 +228,7 @@ class MemoryStore(VectorSpaces, Settings, Upkeep):
         from hotmem.models import Memory, memory_from_mapping, system_clock
 
         clock = self._clock or system_clock
-        for position, item in enumerate(items):
+        for position, item in enumerate(inserts.memory_items(items)):
             try:
                 if isinstance(item, Memory):
                     # Re-validate: a Memory can be built by hand with any values.

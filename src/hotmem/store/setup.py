@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from hotmem.errors import StoreError
+from hotmem.fields import shown
 from hotmem.store import changes, lexical_index, schema, spaces
 from hotmem.store.migrations import migrate
 from hotmem.store.sqlerrors import translated
@@ -190,7 +191,7 @@ def inspect(connection: sqlite3.Connection) -> Inspection:
 
 def _incompatible(target: str, key: str, expected: str, found: str | None) -> StoreError:
     return StoreError(
-        f"store {target!r} is incompatible: expected {key}={expected!r}, found {key}={found!r}"
+        f"store {target!r} is incompatible: expected {key}={expected!r}, found {key}={shown(found)}"
     )
 
 
@@ -198,7 +199,8 @@ def _check_meta(meta: dict[str, str], target: str, *, complete: bool) -> None:
     """Refuse metadata that contradicts this version (``complete``: every key must be there)."""
     found = meta.get("schema_version")
     if found is not None:
-        if not found.isdecimal() or int(found) < 1:
+        # At most 9 digits before int(): a 5,000-digit text passes Python's int() limit.
+        if not (found.isdecimal() and found.isascii()) or len(found) > 9 or int(found) < 1:
             raise _incompatible(target, "schema_version", str(schema.SCHEMA_VERSION), found)
         if int(found) > schema.SCHEMA_VERSION:
             raise StoreError(
