@@ -16,6 +16,7 @@ snapshot package code uses them too). ``VectorSpace`` is public (``hotmem.Vector
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HASH_SPACE",
     "REINDEX_BATCH",
+    "SPACE_NAME",
     "VectorSpace",
     "delete_space",
     "insert_packed",
@@ -44,6 +46,12 @@ __all__ = [
     "vector_count",
     "write_space",
 ]
+
+
+#: What a space's name (its model id) may be: lower-case letters, digits, ``.``, ``_`` and
+#: ``-``, starting with a letter or digit, at most 64 characters. A package names its
+#: members after it, and a profile names it: never a path (``../../etc/passwd``).
+SPACE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 
 @dataclass(frozen=True, slots=True)
