@@ -16,7 +16,10 @@ those tables and nothing else, and cannot turn the settings back.
 
 Ctrl-C during a query stops it at once (``_Interrupts``) and raises ``KeyboardInterrupt``
 (exit 130), though DuckDB reports the stopped query as an error of its own (a ``RuntimeError``
-"Query interrupted", or an ``InterruptException``).
+"Query interrupted", or an ``InterruptException``). ``timeout`` (``--timeout SECONDS``) stops
+it the same way once it has run that long (a timer thread interrupts the connection), and
+raises ``EvalError`` (exit 1) saying so: a query over runs given by someone else cannot hold
+the terminal for ever.
 """
 
 from __future__ import annotations
@@ -35,15 +38,25 @@ from typing import Any, Literal
 
 import duckdb
 
-from hotmem_eval.errors import UsageError
+from hotmem_eval.errors import EvalError, UsageError
 from hotmem_eval.fixture_schema import RELEVANT_GRADE
 from hotmem_eval.metric_registry import metrics_frame
 from hotmem_eval.outputs import EXPORT_TABLES, MANIFEST
 from hotmem_eval.sqlfiles import sql_files
 
-__all__ = ["SAFE_SETTINGS", "Format", "format_rows", "open_runs", "read_manifest", "run_query"]
+__all__ = [
+    "MAX_TIMEOUT",
+    "SAFE_SETTINGS",
+    "Format",
+    "format_rows",
+    "open_runs",
+    "read_manifest",
+    "run_query",
+]
 
 Format = Literal["table", "csv", "json"]
+#: The longest ``timeout`` a query may be given, in seconds (a day).
+MAX_TIMEOUT = 86_400.0
 #: What ``safe`` mode sets, in order, once the run tables are in memory; the last locks them.
 SAFE_SETTINGS = (
     "SET python_enable_replacements = false",  # no scans of Python variables by name
@@ -231,8 +244,34 @@ def _text_table(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@contextmanager
+def _deadline(con: duckdb.DuckDBPyConnection, timeout: float | None) -> Iterator[list[bool]]:
+    """Interrupt ``con`` once ``timeout`` seconds have passed; yields ``[True]`` once it did."""
+    fired: list[bool] = []
+    if timeout is None:
+        yield fired
+        return
+
+    def stop() -> None:
+        fired.append(True)
+        con.interrupt()
+
+    timer = threading.Timer(timeout, stop)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield fired
+    finally:
+        timer.cancel()
+
+
 def run_query(
-    directories: Sequence[Path], sql: str, *, fmt: Format = "table", safe: bool = False
+    directories: Sequence[Path],
+    sql: str,
+    *,
+    fmt: Format = "table",
+    safe: bool = False,
+    timeout: float | None = None,
 ) -> str:
     """Run ``sql`` over the runs in ``directories`` and format the result.
 
@@ -242,28 +281,38 @@ def run_query(
         fmt: ``"table"``, ``"csv"`` or ``"json"``.
         safe: read only the run tables: no other file, no network, no extension (the SQL
             otherwise runs with the user's full file and network access).
+        timeout: stop the query once it has run this many seconds (``None``: no limit).
 
     Raises:
         UsageError: a directory is not a run export, or DuckDB rejects the SQL (in ``safe``
             mode, also SQL that would touch a file, the network or the settings).
+        EvalError: the query ran past ``timeout``.
         KeyboardInterrupt: Ctrl-C while it ran.
     """
+    if timeout is not None and not 0 < timeout <= MAX_TIMEOUT:
+        raise UsageError(f"expected a timeout in (0, {MAX_TIMEOUT:g}] seconds, found {timeout!r}")
+    fired: list[bool] = []
     with _Interrupts().installed() as interrupts:
         try:
             con = open_runs(directories, safe=safe)
             interrupts.database = con
             try:
-                relation = con.sql(sql)
-                if relation is None:
-                    return ""
-                return format_rows(list(relation.columns), relation.fetchall(), fmt)
+                with _deadline(con, timeout) as fired:
+                    relation = con.sql(sql)
+                    if relation is None:
+                        return ""
+                    return format_rows(list(relation.columns), relation.fetchall(), fmt)
             finally:
                 interrupts.database = None
                 con.close()
         except (duckdb.Error, RuntimeError) as exc:
-            # DuckDB reports a query stopped by Ctrl-C as an error of its own.
+            # DuckDB reports a query stopped by Ctrl-C (or the timer) as an error of its own.
             if interrupts.seen:
                 raise KeyboardInterrupt from None
+            if fired:
+                raise EvalError(
+                    f"query stopped after its --timeout of {timeout:g} s; nothing was printed"
+                ) from None
             if not isinstance(exc, duckdb.Error):
                 raise
             first = str(exc).strip().splitlines()[0]

@@ -131,3 +131,29 @@ def test_ctrl_c_stops_a_running_query(export: Path, mode: list[str]) -> None:
             child.kill()
             child.communicate()
     assert (child.returncode, out, err) == (130, "", "hotmem-eval: interrupted\n")
+
+
+@pytest.mark.parametrize("mode", [[], ["--safe"]])
+def test_timeout_stops_a_running_query(
+    export: Path, capsys: pytest.CaptureFixture[str], mode: list[str]
+) -> None:
+    # Minutes of work, stopped by the timer (issue 35: query had no time limit).
+    sql = "select sum(hash(a.range * b.range)) from range(1000000) a, range(1000000) b"
+    assert query(capsys, str(export), sql, *mode, "--timeout", "0.5") == (
+        1,
+        "",
+        "hotmem-eval: query stopped after its --timeout of 0.5 s; nothing was printed\n",
+    )
+    # A query within its time is answered as without one.
+    quick = "select count(*) as n from results"
+    assert query(capsys, str(export), quick, "--timeout", "60") == query(capsys, str(export), quick)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "x", "86401"])
+def test_a_bad_timeout_is_a_usage_error(
+    export: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    with pytest.raises(SystemExit) as raised:
+        main(["query", str(export), "select 1", "--timeout", value])
+    assert raised.value.code == 2
+    assert "argument --timeout: expected a number of seconds" in capsys.readouterr().err
