@@ -83,22 +83,59 @@ def _run_names(directories: Sequence[Path]) -> list[str]:
     return names
 
 
+#: The largest run manifest read, in bytes (one is a few kilobytes).
+MAX_MANIFEST_BYTES = 2**22
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _manifest_breach(manifest: object) -> str | None:
+    """What is wrong with a run manifest's shape (the fields this module reads), or None."""
+    if not isinstance(manifest, dict):
+        return f"a JSON object, found {type(manifest).__name__}"
+    if not _positive_int(manifest.get("top_k")):
+        return f"top_k an integer >= 1, found top_k={manifest.get('top_k')!r}"
+    grade = manifest.get("relevant_grade", RELEVANT_GRADE)
+    if not _positive_int(grade):
+        return f"relevant_grade an integer >= 1, found relevant_grade={grade!r}"
+    profiles = manifest.get("profiles", ["default"])
+    if not isinstance(profiles, list) or not all(isinstance(p, str) for p in profiles):
+        return f"profiles a list of names, found profiles={str(profiles)[:80]}"
+    return None
+
+
 def read_manifest(directory: Path) -> dict[str, Any]:
-    """The manifest of a run export.
+    """The manifest of a run export, checked for the fields read here (a JSON object with
+    ``top_k``, and ``relevant_grade`` and ``profiles`` of their kinds when present).
 
     Raises:
-        UsageError: the directory has no manifest, or it cannot be read.
+        UsageError: the directory has no manifest, or it cannot be read, is larger than
+            ``MAX_MANIFEST_BYTES``, nested too deeply for JSON, or not of that shape.
     """
     path = directory / MANIFEST
     try:
-        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        return manifest
+        with path.open("rb") as file:
+            data = file.read(MAX_MANIFEST_BYTES + 1)
+        if len(data) > MAX_MANIFEST_BYTES:
+            raise UsageError(
+                f"{path}: expected a manifest of at most {MAX_MANIFEST_BYTES} bytes, found more"
+            )
+        manifest = json.loads(data.decode("utf-8"))
     except FileNotFoundError:
         raise UsageError(
             f"{directory}: not a run export (no {MANIFEST}); create one with --export-dir"
         ) from None
+    except RecursionError:
+        raise UsageError(f"{path}: cannot read the manifest: nested too deeply") from None
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: cannot read the manifest: {exc}") from None
+    breach = _manifest_breach(manifest)
+    if breach is not None:
+        raise UsageError(f"{path}: expected a run manifest with {breach}; export the run again")
+    checked: dict[str, Any] = manifest
+    return checked
 
 
 def open_runs(directories: Sequence[Path], *, safe: bool = False) -> duckdb.DuckDBPyConnection:
