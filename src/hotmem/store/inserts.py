@@ -156,6 +156,7 @@ def insert_batches(
         DuplicateMemoryError: a memory_id already exists, or repeats within the call.
         ValidationError: the store refused a row for another constraint.
     """
+    lexical_index.probe(connection)  # a damaged index refuses the add, as it refuses search
     start = connection.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
     count = 0
     batch: list[Memory] | None = first

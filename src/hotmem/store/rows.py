@@ -21,6 +21,7 @@ from hotmem.embedding.hash_v1 import MODEL_NAME, embed_bytes
 from hotmem.embedding.vectors import first_not_unit, vector_breach
 from hotmem.errors import StoreError
 from hotmem.fields import canonical_timestamp_breach, format_timestamp, shown, timestamp_or_breach
+from hotmem.store import lexical_index
 
 if TYPE_CHECKING:
     from hotmem.models import Memory
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MEMORY_COLUMNS",
     "damaged",
+    "delete_row",
     "memory_from_row",
     "memory_row",
     "tags_from_text",
@@ -80,6 +82,19 @@ def memory_row(memory: Memory) -> tuple[str, str, str, float, str, str, bytes]:
         format_timestamp(memory.created_at),
         embed_bytes(memory.fact),
     )
+
+
+def delete_row(connection: sqlite3.Connection, memory_id: str) -> bool:
+    """Delete the memory ``memory_id`` in the caller's write transaction; whether it existed.
+    The lexical indexes are looked into first (``lexical_index.probe``): a damaged one
+    refuses the delete as it refuses a search, instead of taking more writes.
+
+    Raises:
+        sqlite3.DatabaseError: a lexical index is damaged (the caller's ``sqlerrors`` words it).
+    """
+    lexical_index.probe(connection)
+    cursor = connection.execute("DELETE FROM memories WHERE memory_id = ?", (memory_id,))
+    return cursor.rowcount > 0
 
 
 def tags_from_text(text: object, memory_id: object, target: str) -> tuple[str, ...]:
