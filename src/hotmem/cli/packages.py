@@ -148,7 +148,8 @@ def configure_hydrate(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--recompute-vectors",
         action="store_true",
-        help="re-embed every fact; refuse the package if any carried vector differs",
+        help="re-embed every fact into every carried space too, and refuse the package if "
+        "any vector differs (hotmem-hash-v1's are always recomputed)",
     )
     p.add_argument(
         "--reindex",
