@@ -204,3 +204,23 @@ def test_hydrate_refuses_a_forged_hash_vector_without_being_asked(tmp_path: Path
     # An honest package hydrates, its vectors recomputed and equal.
     honest = _package(tmp_path / "honest.zip", {})
     assert hotmem.hydrate(honest, tmp_path / "t.db").record_count == 3
+
+
+def test_check_integrity_recomputes_the_hash_vectors_on_request(tmp_path: Path) -> None:
+    # A unit vector, finite, but another text's: search would rank 'evil' for that text.
+    path = tmp_path / "s.db"
+    with hotmem.open_store(path) as store:
+        for memory_id, fact in FACTS.items():
+            store.add(fact, identifier="acme", memory_id=memory_id)
+        assert store.check_integrity() == ()
+    forged = embed_bytes("where should the quarterly bonus be wired")
+    connection = sqlite3.connect(path)
+    with connection:
+        connection.execute("UPDATE memories SET embedding = ? WHERE memory_id = 'evil'", (forged,))
+    connection.close()
+    with hotmem.open_store(path) as store:
+        assert store.check_integrity() == ()  # finite and of unit length
+        assert store.check_integrity(recompute_vectors=True) == (
+            "vector space 'hotmem-hash-v1': memory_id='evil' has a vector that is not its "
+            "fact's embedding",
+        )

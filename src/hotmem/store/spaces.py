@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hotmem.embedding.hash_v1 import DIMENSION, DTYPE, HASH_DIGEST, MODEL_NAME
+from hotmem.embedding.hash_v1 import DIMENSION, DTYPE, HASH_DIGEST, MODEL_NAME, embed_bytes
 from hotmem.embedding.vectors import first_not_unit, vector_breach
 from hotmem.errors import StoreError, ValidationError
 from hotmem.fields import shown
@@ -36,6 +36,7 @@ __all__ = [
     "SPACE_NAME",
     "VectorSpace",
     "delete_space",
+    "hash_problems",
     "insert_packed",
     "insert_vectors",
     "problems",
@@ -263,6 +264,27 @@ _HASH_ROWS = (
     "SELECT memory_id, embedding FROM memories WHERE typeof(embedding) = 'blob' "
     "AND length(embedding) = ? ORDER BY rowid"
 )
+
+
+def hash_problems(connection: sqlite3.Connection) -> tuple[str, ...]:
+    """One line for each memory whose ``hotmem-hash-v1`` vector, finite and of unit length, is
+    not its fact's embedding (recomputed: about 20 µs a memory). Such a vector was written
+    behind the store's back (a unit vector of another text ranks its memory for that text),
+    and a package of the store would not hydrate (hydration recomputes these vectors)."""
+    found = []
+    cursor = connection.execute(
+        "SELECT memory_id, fact, embedding FROM memories WHERE typeof(fact) = 'text' AND "
+        "typeof(embedding) = 'blob' AND length(embedding) = ? ORDER BY rowid",
+        (4 * DIMENSION,),
+    )
+    while batch := cursor.fetchmany(_UNIT_BATCH):
+        for memory_id, fact, vector in batch:
+            if vector != embed_bytes(fact) and first_not_unit(vector, 4 * DIMENSION) is None:
+                found.append(
+                    f"vector space {MODEL_NAME!r}: memory_id={shown(memory_id)} has a vector "
+                    "that is not its fact's embedding"
+                )
+    return tuple(found)
 
 
 def unit_problems(connection: sqlite3.Connection) -> tuple[str, ...]:
