@@ -282,3 +282,30 @@ def test_plan_decides_what_setup_does(found: storage.Inspection, action: str) ->
 def test_plan_refuses_what_this_version_cannot_use(found: storage.Inspection, message: str) -> None:
     with pytest.raises(hotmem.StoreError, match=message):
         storage.plan(found, "s.db")
+
+
+def test_a_store_another_process_is_migrating_says_so(tmp_path: Path) -> None:
+    # Issue 35: other processes failed after the busy timeout with a message about "another
+    # connection's write lock", and looked for a writer that was not there.
+    path = tmp_path / "v1.db"
+    v1_store.build(path, facts={"m-1": "A copper kettle."})
+    migrating = sqlite3.connect(path, isolation_level=None)
+    migrating.execute("PRAGMA journal_mode = WAL")
+    migrating.execute("BEGIN IMMEDIATE")  # as the migration's own transaction holds it
+    before = digest(path)
+    try:
+        with pytest.raises(hotmem.StoreError) as raised:
+            hotmem.open_store(path, busy_timeout=0.1)
+    finally:
+        migrating.execute("ROLLBACK")
+        migrating.close()
+    assert str(raised.value) == (
+        f"cannot open store {str(path)!r}: it needs a migration from schema_version=1 to "
+        f"{schema.SCHEMA_VERSION}, and another process held the store's write lock past the "
+        "busy timeout (0.1 s), most likely doing exactly that (about 20 s for 200,000 "
+        "memories, announced on its stderr); retry when it is done, or open the store with a "
+        "longer busy_timeout"
+    )
+    assert digest(path) == before
+    with hotmem.open_store(path) as store:  # once it is free, the migration runs
+        assert store.get("m-1").fact == "A copper kettle."

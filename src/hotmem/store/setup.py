@@ -24,7 +24,7 @@ from typing import Literal
 from hotmem.errors import StoreError
 from hotmem.fields import shown
 from hotmem.store import changes, lexical_index, schema, spaces
-from hotmem.store.migrations import migrate
+from hotmem.store.migrations import migrate, setup_lock_refusal
 from hotmem.store.sqlerrors import translated
 
 __all__ = [
@@ -357,7 +357,8 @@ def setup(
     with translated(target, "open", busy_timeout):
         connection.execute("BEGIN")
         try:
-            action = plan(inspect(connection), target)
+            first = inspect(connection)
+            action = plan(first, target)
         finally:
             if connection.in_transaction:  # SQLite may have rolled back after an error
                 connection.execute("COMMIT")
@@ -366,7 +367,8 @@ def setup(
     if action == "ready":
         return
     with translated(target, "set up", busy_timeout):
-        connection.execute("BEGIN IMMEDIATE")
+        with setup_lock_refusal(target, first.meta, busy_timeout):
+            connection.execute("BEGIN IMMEDIATE")
         try:
             found = inspect(connection)
             action = plan(found, target)
