@@ -224,3 +224,21 @@ def test_check_integrity_recomputes_the_hash_vectors_on_request(tmp_path: Path) 
             "vector space 'hotmem-hash-v1': memory_id='evil' has a vector that is not its "
             "fact's embedding",
         )
+
+
+def test_a_cosine_never_passes_one_even_for_a_vector_at_the_tolerance(tmp_path: Path) -> None:
+    # A vector a hair longer than unit length (within NORM_TOLERANCE) pointing exactly at
+    # the query: its raw product passes 1; the channel gives 1.
+    fact = FACTS["m1"]
+    with hotmem.open_store(tmp_path / "s.db") as store:
+        store.add(fact, identifier="acme", memory_id="m1")
+        store.add_space(SEMANTIC_MODEL)
+        (vector,) = store.connection.execute("SELECT vector FROM space_vectors").fetchone()
+        longer = _scaled(vector, 1 + NORM_TOLERANCE * 0.9)
+        assert first_not_unit(longer, len(longer)) is None  # accepted: within the tolerance
+        with store.connection:
+            store.connection.execute("UPDATE space_vectors SET vector = ?", (longer,))
+        [result] = hotmem.search_memories(store, fact, profile="semantic-only")
+        assert result.components.cosine == 1.0
+        default = hotmem.search_memories(store, fact)
+        assert all(-1.0 <= r.components.cosine <= 1.0 for r in default)
