@@ -283,7 +283,9 @@ def _query(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if len(args.arguments) < 2:
         parser.error("expected at least one run directory and then the SQL")
     *directories, sql = args.arguments
-    output = run_query([Path(d) for d in directories], sql, fmt=args.format, safe=args.safe)
+    output = run_query(
+        [Path(d) for d in directories], sql, fmt=args.format, safe=args.safe, timeout=args.timeout
+    )
     write_stdout(output)
     return EXIT_OK
 

@@ -185,7 +185,8 @@ def run_parser() -> argparse.ArgumentParser:
 def query_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hotmem-eval query",
-        usage="%(prog)s [-h] [--format {table,csv,json}] [--safe] DIR [DIR ...] SQL",
+        usage="%(prog)s [-h] [--format {table,csv,json}] [--safe] [--timeout SECONDS] "
+        "DIR [DIR ...] SQL",
         description="Run SQL over exported runs: every table is a view with a 'run' column; "
         "with one run, each SQL file is a view sql_<name>.",
     )
@@ -208,7 +209,27 @@ def query_parser() -> argparse.ArgumentParser:
         "(without it the SQL has your full file and network access, as in duckdb; "
         "default: off)",
     )
+    parser.add_argument(
+        "--timeout",
+        type=_timeout_value,
+        default=None,
+        metavar="SECONDS",
+        help="stop the query after this many seconds, exit 1 (default: no limit)",
+    )
     return parser
+
+
+def _timeout_value(text: str) -> float:
+    """``--timeout``: a number of seconds in (0, 86400]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, found {text!r}") from None
+    if not 0 < value <= 86_400:  # NaN fails too
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds in (0, 86400], found {text!r}"
+        )
+    return value
 
 
 def compare_parser() -> argparse.ArgumentParser:

@@ -23,7 +23,12 @@ from typing import Any, Final
 
 import polars as pl
 
-from hotmem_eval.comparison import COMPARED_METRICS, GROUP_METRICS, compare_profiles
+from hotmem_eval.comparison import (
+    COMPARED_METRICS,
+    GROUP_METRICS,
+    PROFILE_PER_QUERY_COLUMNS,
+    compare_profiles,
+)
 from hotmem_eval.comparison_report import render_comparison_table
 from hotmem_eval.errors import EvalError, FixtureError, Problem, UsageError
 from hotmem_eval.fixture_schema import COLLECTION_RELEVANT_GRADE
@@ -76,6 +81,12 @@ def run_per_query(directory: Path, profile: str) -> pl.DataFrame:
         raise UsageError(f"{path}: cannot read the table: {exc}") from None
     if "profile" not in frame.columns:
         raise UsageError(f"{path}: no profile column; export the run again")
+    missing = [column for column in PROFILE_PER_QUERY_COLUMNS if column not in frame.columns]
+    if missing:  # else the runs' tables would be stacked with nulls, and nothing compared
+        raise UsageError(
+            f"{path}: expected the columns {', '.join(PROFILE_PER_QUERY_COLUMNS)}, found no "
+            f"{', '.join(missing)} column; export the run again"
+        )
     return frame.filter(pl.col("profile") == profile)
 
 

@@ -12,7 +12,9 @@ with ``EvalError`` saying what was expected and found:
 - ``profile``, ``query_id`` and ``metric`` are non-null (a null ``category``: a query without
   one, compared in ``overall`` only); every metric is one of
   ``METRICS``; no category is named ``overall``; (profile, query_id, metric) is unique;
-  a non-null ``value`` is finite.
+  a non-null ``value`` is finite and in ``[0, MAX_VALUE]`` (every metric is a rate in
+  [0, 1] or a count of top-k slots, k at most ``hotmem.MAX_LIMIT``): a value such as 1e308
+  would overflow the paired sums.
 - Every profile named in ``profiles`` has rows, and the same (query_id, category, metric,
   applicable) rows as the baseline (``profiles[0]``): the profiles ran on the same fixture.
   Rows of profiles not named are ignored.
@@ -29,6 +31,7 @@ from typing import Any, Final
 
 import polars as pl
 
+import hotmem
 from hotmem_eval.errors import EvalError
 from hotmem_eval.metric_registry import METRICS, OVERALL, Better
 from hotmem_eval.metric_statistics import FrameLike, canonical
@@ -44,6 +47,7 @@ __all__ = [
     "COMPARED_METRICS",
     "COMPARISON_COLUMNS",
     "GROUP_METRICS",
+    "MAX_VALUE",
     "PAIRED_DELTA_COLUMNS",
     "PROFILE_PER_QUERY_COLUMNS",
     "Better",
@@ -58,6 +62,8 @@ COMPARED_METRICS: Final[dict[str, Better]] = {
     name: metric.better for name, metric in METRICS.items() if metric.compared
 }
 
+#: The largest per-query value: a count of top-k slots, k at most ``hotmem.MAX_LIMIT``.
+MAX_VALUE: Final = float(hotmem.MAX_LIMIT)
 #: The input: per-query metrics of several profiles (other columns are ignored).
 PROFILE_PER_QUERY_COLUMNS: Final[dict[str, pl.DataType]] = {
     "profile": pl.String(),
@@ -325,10 +331,17 @@ def _check_values(frame: pl.DataFrame) -> None:
             f"query_id={first['query_id']!r}, metric={first['metric']!r}"
         )
     infinite = frame.filter(value.is_not_null() & ~value.is_finite())
-    if infinite.height:
-        first = infinite.sort("profile", "query_id", "metric").row(0, named=True)
+    outside = frame.filter(value.is_not_null() & ~value.is_between(0.0, MAX_VALUE))
+    if infinite.height or outside.height:
+        first = (
+            (infinite if infinite.height else outside)
+            .sort("profile", "query_id", "metric")
+            .row(0, named=True)
+        )
+        expected = "finite per_query values" if infinite.height else "per_query values in "
+        expected += "" if infinite.height else f"[0, {MAX_VALUE:g}]"
         raise EvalError(
-            f"expected finite per_query values, found value={first['value']!r} for "
+            f"expected {expected}, found value={first['value']!r} for "
             f"profile={first['profile']!r}, query_id={first['query_id']!r}, "
             f"metric={first['metric']!r}"
         )

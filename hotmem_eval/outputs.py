@@ -103,8 +103,15 @@ def check_outputs(files: Iterable[Path], directories: Iterable[Path] = ()) -> No
         _refuse_unless_regular(path)
 
 
-def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write`` on a temporary file beside ``path``, then rename it onto ``path``.
+#: Files written beside their targets and not renamed yet: (temporary, target), in order.
+Staged = list[tuple[Path, Path]]
+
+
+def atomic_write(
+    path: Path, write: Callable[[Path], None], *, staged: Staged | None = None
+) -> None:
+    """Call ``write`` on a temporary file beside ``path``, then rename it onto ``path`` (with
+    ``staged``: append the pair there instead, for ``commit_staged`` to rename with the rest).
 
     Raises:
         UsageError: ``path`` exists and is not a regular file (checked before writing and
@@ -118,11 +125,35 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
         write(Path(temporary))
         # mkstemp creates the file 0600; an output gets the usual permissions (umask applied).
         os.chmod(temporary, 0o666 & ~_umask())
+        if staged is not None:
+            staged.append((Path(temporary), path))
+            return
         _refuse_unless_regular(path)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def commit_staged(staged: Staged, manifest: Path) -> None:
+    """Rename every staged file onto its target, ``manifest`` (one of them) last, after
+    removing the old manifest first: while the set is swapped in, the directory has no
+    manifest, so a reader refuses it (``not a run export``) rather than mix two sets.
+
+    Raises:
+        UsageError: a target is no longer a regular file (nothing was renamed).
+    """
+    for _, target in staged:
+        _refuse_unless_regular(target)
+    manifest.unlink(missing_ok=True)
+    for temporary, target in sorted(staged, key=lambda pair: pair[1] == manifest):
+        os.replace(temporary, target)
+
+
+def discard_staged(staged: Staged) -> None:
+    """Remove every staged file (the targets are left as they were)."""
+    for temporary, _ in staged:
+        temporary.unlink(missing_ok=True)
 
 
 def write_text(path: Path, text: str) -> None:
@@ -244,17 +275,17 @@ def trec_refusal(chosen: Sequence[EvalRun]) -> str | None:
     return None
 
 
-def _write_trec(chosen: Sequence[EvalRun], directory: Path) -> list[Path]:
+def _write_trec(chosen: Sequence[EvalRun], directory: Path, staged: Staged) -> list[Path]:
     """The qrels and one run a profile, in the TREC formats (``trec_output``)."""
     from hotmem_eval.trec_output import write_qrels, write_run
 
     qrels = pl.DataFrame(chosen[0].fixture.qrels)
     path = directory / QRELS_FILE
-    atomic_write(path, lambda target: write_qrels(qrels, target))
+    atomic_write(path, lambda target: write_qrels(qrels, target), staged=staged)
     written = [path]
     for run in chosen:
         path = directory / RUNS / f"{run.profile.name}.trec"
-        atomic_write(path, functools.partial(_write_run, run, write_run))
+        atomic_write(path, functools.partial(_write_run, run, write_run), staged=staged)
         written.append(path)
     return written
 
@@ -267,13 +298,31 @@ def write_exports(
     runs: EvalRun | Sequence[EvalRun], directory: Path, *, result: dict[str, Any]
 ) -> list[Path]:
     """Write every export table as Parquet (and category_metrics as CSV) plus a manifest,
-    which names the profiles (baseline first) and the fixture's digests."""
-    chosen = _runs(runs)
+    which names the profiles (baseline first) and the fixture's digests.
+
+    The files are written as a set: each to a temporary file beside it, and only once all
+    are written renamed into place, the manifest last (``commit_staged``). A failure while
+    writing (a full disk) leaves the previous export exactly as it was, and no temporary file.
+    """
+    staged: Staged = []
+    try:
+        written = _write_set(_runs(runs), directory, result, staged)
+        commit_staged(staged, directory / MANIFEST)
+    except BaseException:
+        discard_staged(staged)
+        raise
+    return written
+
+
+def _write_set(
+    chosen: list[EvalRun], directory: Path, result: dict[str, Any], staged: Staged
+) -> list[Path]:
+    """Stage every file of the export (``write_exports``); their targets."""
     tables = export_tables(chosen)
     written = []
     for name, table in tables.items():
         path = directory / f"{name}.parquet"
-        atomic_write(path, functools.partial(_write_parquet, table))
+        atomic_write(path, functools.partial(_write_parquet, table), staged=staged)
         written.append(path)
     frames = frames_of(result)
     for name in PLOT_SCHEMAS:
@@ -283,11 +332,11 @@ def write_exports(
         written.append(path)
     csv = directory / "category_metrics.csv"
     category_metrics = pl.DataFrame(tables["category_metrics"])
-    atomic_write(csv, lambda target: category_metrics.write_csv(target))
+    atomic_write(csv, lambda target: category_metrics.write_csv(target), staged=staged)
     written.append(csv)
     refusal = trec_refusal(chosen)
     if refusal is None:
-        written.extend(_write_trec(chosen, directory))
+        written.extend(_write_trec(chosen, directory, staged))
     else:  # the tables are written; the TREC files cannot hold these names
         print(f"hotmem-eval: warning: no TREC files: {refusal}", file=sys.stderr)
     fixture = result["fixture"]
@@ -313,6 +362,7 @@ def write_exports(
         "sql_files": {name: file.version for name, file in sql_files().items()},
         "recommendation": result["profiles"][0]["recommendation"]["code"],
     }
-    write_text(directory / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+    atomic_write(directory / MANIFEST, lambda target: _write_utf8(target, text), staged=staged)
     written.append(directory / MANIFEST)
     return written

@@ -16,13 +16,14 @@ those tables and nothing else, and cannot turn the settings back.
 
 Ctrl-C during a query stops it at once (``_Interrupts``) and raises ``KeyboardInterrupt``
 (exit 130), though DuckDB reports the stopped query as an error of its own (a ``RuntimeError``
-"Query interrupted", or an ``InterruptException``).
+"Query interrupted", or an ``InterruptException``). ``timeout`` (``--timeout SECONDS``) stops
+it the same way once it has run that long (a timer thread interrupts the connection), and
+raises ``EvalError`` (exit 1) saying so: a query over runs given by someone else cannot hold
+the terminal for ever.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 import signal
@@ -32,19 +33,29 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any, Literal
+from typing import Any
 
 import duckdb
 
-from hotmem_eval.errors import UsageError
+from hotmem_eval.errors import EvalError, UsageError
 from hotmem_eval.fixture_schema import RELEVANT_GRADE
 from hotmem_eval.metric_registry import metrics_frame
 from hotmem_eval.outputs import EXPORT_TABLES, MANIFEST
+from hotmem_eval.query_format import Format, format_rows
 from hotmem_eval.sqlfiles import sql_files
 
-__all__ = ["SAFE_SETTINGS", "Format", "format_rows", "open_runs", "read_manifest", "run_query"]
+__all__ = [
+    "MAX_TIMEOUT",
+    "SAFE_SETTINGS",
+    "Format",
+    "format_rows",
+    "open_runs",
+    "read_manifest",
+    "run_query",
+]
 
-Format = Literal["table", "csv", "json"]
+#: The longest ``timeout`` a query may be given, in seconds (a day).
+MAX_TIMEOUT = 86_400.0
 #: What ``safe`` mode sets, in order, once the run tables are in memory; the last locks them.
 SAFE_SETTINGS = (
     "SET python_enable_replacements = false",  # no scans of Python variables by name
@@ -71,22 +82,59 @@ def _run_names(directories: Sequence[Path]) -> list[str]:
     return names
 
 
+#: The largest run manifest read, in bytes (one is a few kilobytes).
+MAX_MANIFEST_BYTES = 2**22
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _manifest_breach(manifest: object) -> str | None:
+    """What is wrong with a run manifest's shape (the fields this module reads), or None."""
+    if not isinstance(manifest, dict):
+        return f"a JSON object, found {type(manifest).__name__}"
+    if not _positive_int(manifest.get("top_k")):
+        return f"top_k an integer >= 1, found top_k={manifest.get('top_k')!r}"
+    grade = manifest.get("relevant_grade", RELEVANT_GRADE)
+    if not _positive_int(grade):
+        return f"relevant_grade an integer >= 1, found relevant_grade={grade!r}"
+    profiles = manifest.get("profiles", ["default"])
+    if not isinstance(profiles, list) or not all(isinstance(p, str) for p in profiles):
+        return f"profiles a list of names, found profiles={str(profiles)[:80]}"
+    return None
+
+
 def read_manifest(directory: Path) -> dict[str, Any]:
-    """The manifest of a run export.
+    """The manifest of a run export, checked for the fields read here (a JSON object with
+    ``top_k``, and ``relevant_grade`` and ``profiles`` of their kinds when present).
 
     Raises:
-        UsageError: the directory has no manifest, or it cannot be read.
+        UsageError: the directory has no manifest, or it cannot be read, is larger than
+            ``MAX_MANIFEST_BYTES``, nested too deeply for JSON, or not of that shape.
     """
     path = directory / MANIFEST
     try:
-        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        return manifest
+        with path.open("rb") as file:
+            data = file.read(MAX_MANIFEST_BYTES + 1)
+        if len(data) > MAX_MANIFEST_BYTES:
+            raise UsageError(
+                f"{path}: expected a manifest of at most {MAX_MANIFEST_BYTES} bytes, found more"
+            )
+        manifest = json.loads(data.decode("utf-8"))
     except FileNotFoundError:
         raise UsageError(
             f"{directory}: not a run export (no {MANIFEST}); create one with --export-dir"
         ) from None
+    except RecursionError:
+        raise UsageError(f"{path}: cannot read the manifest: nested too deeply") from None
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: cannot read the manifest: {exc}") from None
+    breach = _manifest_breach(manifest)
+    if breach is not None:
+        raise UsageError(f"{path}: expected a run manifest with {breach}; export the run again")
+    checked: dict[str, Any] = manifest
+    return checked
 
 
 def _plot_views(
@@ -216,49 +264,34 @@ class _Interrupts:
             reader.close()
 
 
-def format_rows(columns: list[str], rows: list[tuple[Any, ...]], fmt: Format) -> str:
-    """Render a result as an aligned text table, CSV, or a JSON array of objects."""
-    if fmt == "json":
-        objects = [dict(zip(columns, row, strict=True)) for row in rows]
-        return json.dumps(objects, indent=2, ensure_ascii=False, default=str) + "\n"
-    if fmt == "csv":
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows(["" if v is None else v for v in row] for row in rows)
-        return buffer.getvalue()
-    return _text_table(columns, rows)
+@contextmanager
+def _deadline(con: duckdb.DuckDBPyConnection, timeout: float | None) -> Iterator[list[bool]]:
+    """Interrupt ``con`` once ``timeout`` seconds have passed; yields ``[True]`` once it did."""
+    fired: list[bool] = []
+    if timeout is None:
+        yield fired
+        return
 
+    def stop() -> None:
+        fired.append(True)
+        con.interrupt()
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
-
-
-def _text_table(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
-    """An aligned text table: numbers right-aligned, NULL for a missing value, a row count."""
-    cells = [[_cell(v) for v in row] for row in rows]
-    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
-    numeric = [
-        all(isinstance(row[i], int | float) for row in rows if row[i] is not None)
-        for i in range(len(columns))
-    ]
-
-    def line(values: list[str]) -> str:
-        return " | ".join(
-            v.rjust(w) if right else v.ljust(w)
-            for v, w, right in zip(values, widths, numeric, strict=True)
-        ).rstrip()
-
-    lines = [line(list(columns)), "-+-".join("-" * w for w in widths)]
-    lines += [line(r) for r in cells]
-    lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
-    return "\n".join(lines) + "\n"
+    timer = threading.Timer(timeout, stop)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield fired
+    finally:
+        timer.cancel()
 
 
 def run_query(
-    directories: Sequence[Path], sql: str, *, fmt: Format = "table", safe: bool = False
+    directories: Sequence[Path],
+    sql: str,
+    *,
+    fmt: Format = "table",
+    safe: bool = False,
+    timeout: float | None = None,
 ) -> str:
     """Run ``sql`` over the runs in ``directories`` and format the result.
 
@@ -268,22 +301,28 @@ def run_query(
         fmt: ``"table"``, ``"csv"`` or ``"json"``.
         safe: read only the run tables: no other file, no network, no extension (the SQL
             otherwise runs with the user's full file and network access).
+        timeout: stop the query once it has run this many seconds (``None``: no limit).
 
     Raises:
         UsageError: a directory is not a run export, or DuckDB rejects the SQL (in ``safe``
             mode, also SQL that would touch a file, the network or the settings).
+        EvalError: the query ran past ``timeout``.
         KeyboardInterrupt: Ctrl-C while it ran.
     """
     hint = ""
+    if timeout is not None and not 0 < timeout <= MAX_TIMEOUT:
+        raise UsageError(f"expected a timeout in (0, {MAX_TIMEOUT:g}] seconds, found {timeout!r}")
+    fired: list[bool] = []
     with _Interrupts().installed() as interrupts:
         try:
             con = open_runs(directories, safe=safe)
             interrupts.database = con
             try:
-                relation = con.sql(sql)
-                if relation is None:
-                    return ""
-                return format_rows(list(relation.columns), relation.fetchall(), fmt)
+                with _deadline(con, timeout) as fired:
+                    relation = con.sql(sql)
+                    if relation is None:
+                        return ""
+                    return format_rows(list(relation.columns), relation.fetchall(), fmt)
             except duckdb.CatalogException as exc:
                 hint = _missing_table_hint(con, str(exc), directories)
                 raise
@@ -291,9 +330,13 @@ def run_query(
                 interrupts.database = None
                 con.close()
         except (duckdb.Error, RuntimeError) as exc:
-            # DuckDB reports a query stopped by Ctrl-C as an error of its own.
+            # DuckDB reports a query stopped by Ctrl-C (or the timer) as an error of its own.
             if interrupts.seen:
                 raise KeyboardInterrupt from None
+            if fired:
+                raise EvalError(
+                    f"query stopped after its --timeout of {timeout:g} s; nothing was printed"
+                ) from None
             if not isinstance(exc, duckdb.Error):
                 raise
             first = str(exc).strip().splitlines()[0]

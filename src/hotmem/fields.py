@@ -29,6 +29,7 @@ __all__ = [
     "FIELD_NAMES",
     "FIELD_RULES",
     "MAX_ID_LENGTH",
+    "MAX_TAGS",
     "Breach",
     "canonical_timestamp_breach",
     "field_breach",
@@ -44,6 +45,9 @@ __all__ = [
 FIELD_NAMES = ("memory_id", "identifier", "fact", "importance", "tags", "created_at")
 #: The longest ``memory_id`` or ``identifier``, in characters.
 MAX_ID_LENGTH = 512
+#: The most tags one memory may hold, wherever it enters (``add``, ``import``, a package): a
+#: memory the store accepts is one every snapshot can carry.
+MAX_TAGS = 2**16
 _EXAMPLE = "'2025-01-31T09:00:00Z'"
 
 
@@ -138,6 +142,8 @@ def _importance(value: object) -> Breach | None:
 def _tags(value: object) -> Breach | None:
     if not isinstance(value, list | tuple):
         return Breach("tags as a list of strings", _found(value))
+    if len(value) > MAX_TAGS:
+        return Breach(f"at most {MAX_TAGS} tags", f"{len(value)} tags")
     for tag in value:
         if not isinstance(tag, str) or not tag.strip():
             return Breach("every tag a non-blank string", f"tag={shown(tag)}")

@@ -359,6 +359,28 @@ BAD_CASES: list[tuple[str, Any, Any, str]] = [
         ["base", "cand"],
         "expected finite per_query values, found value=inf for profile='cand', query_id='q2'",
     ),
+    (  # past any rate or count of top-k slots: its paired sums would overflow (issue 35)
+        "overflowing_value",
+        PER_QUERY.with_columns(
+            value=pl.when((pl.col("profile") == "cand") & (pl.col("query_id") == "q2"))
+            .then(1e308)
+            .otherwise("value")
+        ),
+        ["base", "cand"],
+        "expected per_query values in \\[0, 10000\\], found value=1e\\+308 for "
+        "profile='cand', query_id='q2'",
+    ),
+    (
+        "negative_value",
+        PER_QUERY.with_columns(
+            value=pl.when((pl.col("profile") == "base") & (pl.col("query_id") == "q1"))
+            .then(-0.5)
+            .otherwise("value")
+        ),
+        ["base", "cand"],
+        "expected per_query values in \\[0, 10000\\], found value=-0.5 for profile='base', "
+        "query_id='q1'",
+    ),
     (
         "missing_column",
         PER_QUERY.drop("applicable"),

@@ -125,3 +125,56 @@ def test_the_cli_refuses_an_export_dir_that_is_not_a_directory(
     assert capsys.readouterr().err == (
         f"hotmem-eval: cannot write into {str(tmp_path / 'run')!r}: it is not a directory\n"
     )
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(directory)): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_an_export_interrupted_by_a_full_disk_leaves_the_previous_one_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 35: a full disk mid-export left a mixed set of old and new tables.
+    import errno
+
+    from hotmem_eval import outputs
+
+    export = tmp_path / "run"
+    assert main(["--export-dir", str(export), "--profile", "default"]) == 0
+    before = _files(export)
+    written = []
+    original = outputs._write_parquet
+
+    def full_disk_at_the_third_table(table: object, target: Path) -> None:
+        written.append(target)
+        if len(written) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device", str(target))
+        original(table, target)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(outputs, "_write_parquet", full_disk_at_the_third_table)
+    assert main(["--export-dir", str(export), "--profile", "rrf"]) == 1
+    assert "No space left on device" in capsys.readouterr().err
+    assert _files(export) == before  # every file the previous run's, no temporary left
+
+
+def test_an_export_commits_the_manifest_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hotmem_eval import outputs
+
+    export = tmp_path / "run"
+    renamed: list[str] = []
+    original = os.replace
+
+    def recording(source: object, target: object) -> None:
+        renamed.append(Path(str(target)).name)
+        original(source, target)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(outputs.os, "replace", recording)
+    assert main(["--export-dir", str(export), "--profile", "default"]) == 0
+    assert renamed[-1] == "manifest.json"
+    assert "results.parquet" in renamed

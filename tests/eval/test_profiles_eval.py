@@ -303,6 +303,42 @@ def test_compare_refuses_runs_that_do_not_pair(
         assert (captured.out, captured.err) == ("", message)
 
 
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda frame: frame.drop("value"),
+            "{table}: expected the columns profile, query_id, category, metric, value, "
+            "applicable, found no value column; export the run again",
+        ),
+        (
+            lambda frame: frame.with_columns(value=pl.lit(1e308)),
+            "cannot pair the runs {export} and {copy}: expected per_query values in [0, 10000], "
+            "found value=1e+308 for profile='default@edited', query_id='{first}', "
+            "metric='{metric}'",
+        ),
+    ],
+    ids=["no-value", "overflow"],
+)
+def test_compare_refuses_a_damaged_per_query_table(
+    multi_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], edit, message: str
+) -> None:
+    # Issue 35: a table without value compared nothing and exited 0; 1e308 overflowed.
+    export = multi_dir / "export"
+    copy = tmp_path / "edited"
+    shutil.copytree(export, copy)
+    table = copy / "per_query_metrics.parquet"
+    frame = pl.read_parquet(table)
+    edit(frame).write_parquet(table)
+    first = frame.filter(pl.col("profile") == frame["profile"][0]).sort("query_id", "metric")
+    assert main(["compare", str(export), str(copy)]) == 2
+    captured = capsys.readouterr()
+    expected = message.format(
+        table=table, export=export, copy=copy, first=first["query_id"][0], metric=first["metric"][0]
+    )
+    assert (captured.out, captured.err) == ("", f"hotmem-eval: {expected}\n")
+
+
 def test_a_run_of_several_profiles_has_the_paired_deltas_view_only(
     multi_dir: Path, multi: dict
 ) -> None:

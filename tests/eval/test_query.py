@@ -131,3 +131,56 @@ def test_ctrl_c_stops_a_running_query(export: Path, mode: list[str]) -> None:
             child.kill()
             child.communicate()
     assert (child.returncode, out, err) == (130, "", "hotmem-eval: interrupted\n")
+
+
+@pytest.mark.parametrize("mode", [[], ["--safe"]])
+def test_timeout_stops_a_running_query(
+    export: Path, capsys: pytest.CaptureFixture[str], mode: list[str]
+) -> None:
+    # Minutes of work, stopped by the timer (issue 35: query had no time limit).
+    sql = "select sum(hash(a.range * b.range)) from range(1000000) a, range(1000000) b"
+    assert query(capsys, str(export), sql, *mode, "--timeout", "0.5") == (
+        1,
+        "",
+        "hotmem-eval: query stopped after its --timeout of 0.5 s; nothing was printed\n",
+    )
+    # A query within its time is answered as without one.
+    quick = "select count(*) as n from results"
+    assert query(capsys, str(export), quick, "--timeout", "60") == query(capsys, str(export), quick)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "x", "86401"])
+def test_a_bad_timeout_is_a_usage_error(
+    export: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    with pytest.raises(SystemExit) as raised:
+        main(["query", str(export), "select 1", "--timeout", value])
+    assert raised.value.code == 2
+    assert "argument --timeout: expected a number of seconds" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("manifest", "reason"),
+    [
+        (b"{}", "expected a run manifest with top_k an integer >= 1, found top_k=None; export "
+         "the run again"),
+        (b"[1]", "expected a run manifest with a JSON object, found list; export the run again"),
+        (b'{"top_k": 5, "relevant_grade": "2"}', "expected a run manifest with relevant_grade "
+         "an integer >= 1, found relevant_grade='2'; export the run again"),
+        (b"[" * 100_000 + b"]" * 100_000, "cannot read the manifest: nested too deeply"),
+    ],
+    ids=["empty", "not-an-object", "grade", "deep"],
+)  # fmt: skip
+def test_a_damaged_manifest_is_a_usage_error_for_query_and_compare(
+    export: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], manifest: bytes, reason: str
+) -> None:
+    # Issue 35: these were "evaluator failure" exit 1 (KeyError, RecursionError).
+    import shutil
+
+    copy = tmp_path / "damaged"
+    shutil.copytree(export, copy)
+    (copy / "manifest.json").write_bytes(manifest)
+    expected = f"hotmem-eval: {copy / 'manifest.json'}: {reason}\n"
+    assert query(capsys, str(copy), "select 1") == (2, "", expected)
+    assert main(["compare", str(export), str(copy)]) == 2
+    assert capsys.readouterr().err == expected

@@ -5,10 +5,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hotmem
+from hotmem.errors import StoreError
 from hotmem.store import changes, schema
 from hotmem.store.changes import Mark
 
@@ -119,9 +121,16 @@ def test_result_rows_and_space_vectors(tmp_path: Path) -> None:
     connection = sqlite3.connect(path)
     connection.execute(
         "INSERT INTO space_vectors (space, memory_rowid, vector) VALUES "
-        "('s', 2, x'0000803f'), ('s', 1, x'00'), ('t', 1, x'00000040')"
+        "('s', 2, x'0000803f'), ('s', 1, x'00'), ('t', 1, x'000080bf'), ('u', 2, x'00000040')"
     )
-    rowids, vectors = changes.space_vectors(connection, "s", 4)
+    rowids, vectors = changes.space_vectors(connection, "s", 4, target="s.db")
     assert (list(rowids), vectors) == ([2], b"\x00\x00\x80\x3f")
-    assert list(changes.space_vectors(connection, "t", 4, [1, 2])[0]) == [1]
+    assert list(changes.space_vectors(connection, "t", 4, [1, 2], target="s.db")[0]) == [1]
+    # A vector of norm 2 was not written by HotMem: refused, naming its memory.
+    with pytest.raises(StoreError) as raised:
+        changes.space_vectors(connection, "u", 4, target="s.db")
+    assert str(raised.value) == (
+        "store 's.db' holds a damaged memory, memory_id='m2': expected its u vector finite "
+        "and of unit length, found a norm of 2"
+    )
     connection.close()

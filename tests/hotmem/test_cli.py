@@ -95,6 +95,12 @@ def test_import_is_all_or_nothing_with_line_numbers(
         2,
         f"{empty}: expected at least one JSON object, found no records\n",
     )
+    many = tmp_path / "many.jsonl"
+    many.write_text(json.dumps({"fact": "x", "identifier": "a", "tags": ["t"] * 70_000}) + "\n")
+    assert run(capsys, "--db", str(db), "import", str(many))[0::2] == (
+        2,
+        f"{many}:1: expected at most 65536 tags, found 70000 tags\n",
+    )
     missing, new = tmp_path / "missing.jsonl", tmp_path / "new.db"
     assert run(capsys, "--db", str(new), "import", str(missing))[0::2] == (
         2,
@@ -146,6 +152,35 @@ def test_usage_errors_exit_2(home: Path, capsys: pytest.CaptureFixture[str]) -> 
         main(["search", "x", "--limit", "0"])
     assert raised.value.code == 2
     assert "expected 1..10000, found 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["add", "x", "--identifier", "a"], ["stats"], ["search", "x"]])
+def test_an_empty_db_is_refused_not_the_default_store(
+    home: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    for where in (["--db", "", *argv], [*argv, "--db", ""]):
+        with pytest.raises(SystemExit) as raised:
+            main(where)
+        assert raised.value.code == 2
+        err = capsys.readouterr().err
+        assert err.endswith(
+            "error: argument --db: expected a store file path, found an empty string\n"
+        )
+    assert not default_db_path({"HOTMEM_HOME": str(home)}).exists()
+
+
+@pytest.mark.parametrize("argv", [["stats"], ["search", "x"], ["list"], ["delete", "m"]])
+def test_a_zero_byte_file_is_no_store_and_is_left_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    assert run(capsys, "--db", str(empty), *argv)[0::2] == (
+        2,
+        f"hotmem: an empty file at {str(empty)!r} (add, import or hydrate creates one)\n",
+    )
+    assert empty.read_bytes() == b""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db"]
 
 
 def test_python_dash_m_runs_the_cli(tmp_path: Path) -> None:

@@ -204,6 +204,48 @@ def test_a_corrupted_full_text_index_is_a_store_error(on_disk: Path) -> None:
         assert store.check_integrity() == ("full-text index: database disk image is malformed",)
 
 
+@pytest.mark.parametrize(
+    ("damage", "read_found", "write_found"),
+    [
+        (  # garbage in every leaf: FTS5 writes new segments without reading these (issue 35)
+            "UPDATE memories_fts_data SET block = x'00000000ffffffff' || substr(block, 9) "
+            "WHERE id > 10",
+            "'database disk image is malformed'",
+            "'database disk image is malformed'",
+        ),
+        (  # FTS5 says this one as a plain error, in other words for a write (issue 35)
+            "UPDATE memories_fts_config SET v = 99 WHERE k = 'version'",
+            "'no such fts5 table: main.memories_fts'",
+            "\"invalid fts5 file format (found 99, expected 4) - run 'rebuild'\"",
+        ),
+    ],
+)
+def test_add_and_delete_on_a_damaged_full_text_index_fail_as_search_does(
+    on_disk: Path, damage: str, read_found: str, write_found: str
+) -> None:
+    tamper(on_disk, damage)
+    damaged = (
+        "the store is damaged: expected a sound SQLite file and full-text index, found {}; "
+        "check_integrity() lists the problems; restore the store from a snapshot"
+    )
+    with hotmem.open_store(on_disk) as store:
+        with pytest.raises(hotmem.StoreError) as searched:
+            hotmem.search_memories(store, "copper kettle")
+        assert str(searched.value) == (
+            f"cannot read store {str(on_disk)!r}: {damaged.format(read_found)}"
+        )
+        for write in (
+            lambda: store.add("A copper pot.", identifier="a"),
+            lambda: store.delete("m-1"),
+        ):
+            with pytest.raises(hotmem.StoreError) as written:
+                write()
+            assert str(written.value) == (
+                f"cannot write to store {str(on_disk)!r}: {damaged.format(write_found)}"
+            )
+        assert len(store) == 2  # nothing was written
+
+
 def test_an_index_entry_without_its_memory_is_a_store_error(on_disk: Path) -> None:
     tamper(on_disk, "DROP TRIGGER memories_fts_delete")
     tamper(on_disk, "DELETE FROM memories WHERE memory_id = 'm-1'")
@@ -303,3 +345,72 @@ def test_the_cli_on_a_read_only_store_says_so_in_one_line(read_only: Path) -> No
     completed = run_read_only(read_only, "cli", "search", "copper kettle")
     assert (completed.returncode, completed.stderr) == (0, "")
     assert "m-1 (acme): Copper kettles boil fast." in completed.stdout
+
+
+# -- a store in a directory shared by several accounts ------------------------------------------
+
+AS_ACCOUNT = textwrap.dedent(
+    """
+    import os, sys
+    import hashlib, datetime, importlib.util
+    import hotmem, hotmem.models, hotmem.store.reindex, hotmem.retrieval.search
+    import hotmem.retrieval.image
+    if importlib.util.find_spec("numpy"):
+        import hotmem.retrieval.vectorized
+    uid = int(sys.argv[1])
+    os.setgid(uid)
+    os.setuid(uid)
+    try:
+        with hotmem.open_store(sys.argv[2]) as store:
+            if sys.argv[3] == "write":
+                store.add(f"A fact by uid {uid}.", identifier="acme")
+            print(store.count(), len(hotmem.search_memories(store, "fact")))
+    except hotmem.StoreError as exc:
+        print("StoreError:", exc)
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="needs two accounts")
+def test_another_accounts_read_names_its_side_files_to_the_owner(tmp_path: Path) -> None:
+    # Issue 35: the owner's next write failed with "found a read-only one" although the store
+    # file was writable: the reader's -wal and -shm, its own, were not.
+    import pwd
+
+    directory = tmp_path / "shared"
+    directory.mkdir()
+    os.chmod(directory, 0o777)
+    os.chmod(tmp_path, 0o755)
+    for parent in tmp_path.parents:  # both accounts must reach the directory
+        if parent.stat().st_uid == os.geteuid() and not parent.stat().st_mode & 0o001:
+            os.chmod(parent, parent.stat().st_mode | 0o001)
+    path = directory / "s.db"
+    owner, reader = 65534, 1
+
+    def as_account(uid: int, mode: str) -> str:
+        completed = subprocess.run(
+            [sys.executable, "-c", AS_ACCOUNT, str(uid), str(path), mode],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert completed.stderr == ""
+        return completed.stdout
+
+    assert as_account(owner, "write") == "1 1\n"
+    assert as_account(reader, "read") == "1 1\n"
+    names = {uid: pwd.getpwuid(uid).pw_name for uid in (owner, reader)}
+    assert as_account(owner, "write") == (
+        f"StoreError: cannot write to store {str(path)!r}: expected SQLite's side files "
+        f"writable by this account, {names[owner]!r} (uid {owner}), found "
+        f"'{path}-wal' owned by account {names[reader]!r} (uid {reader}), "
+        f"'{path}-shm' owned by account {names[reader]!r} (uid {reader}), left by that "
+        "account's read; once no process has the store open, remove them (they hold no "
+        "memory), or let this account write them (a group-writable shared directory, umask "
+        "002)\n"
+    )
+    for suffix in ("-wal", "-shm"):  # as the message says
+        os.unlink(f"{path}{suffix}")
+    assert as_account(owner, "write") == "2 2\n"

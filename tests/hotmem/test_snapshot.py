@@ -257,7 +257,18 @@ def test_a_memory_with_more_tags_than_a_record_may_hold_is_refused(tmp_path: Pat
     with hotmem.open_store(tmp_path / "s.db") as store:
         store.add("At the limit.", identifier="acme", memory_id="m-1", tags=["t"] * fmt.MAX_TAGS)
         store.snapshot(tmp_path / "limit.zip")
-        store.add("Past it.", identifier="acme", memory_id="m-2", tags=["t"] * (fmt.MAX_TAGS + 1))
+        past = ["t"] * (fmt.MAX_TAGS + 1)
+        with pytest.raises(hotmem.ValidationError, match="expected at most 65536 tags"):
+            store.add("Past it.", identifier="acme", memory_id="m-2", tags=past)  # issue 35
+        # Only a row written behind the store's back can hold more; the snapshot refuses it.
+        copy = store.get("m-1")
+        with store.connection:
+            store.connection.execute(
+                "INSERT INTO memories (memory_id, identifier, fact, importance, tags, "
+                "created_at, embedding) SELECT 'm-2', identifier, 'Past it.', importance, ?, "
+                "created_at, embedding FROM memories WHERE memory_id = ?",
+                (json.dumps(past), copy.memory_id),
+            )
         with pytest.raises(hotmem.SnapshotError) as raised:
             store.snapshot(tmp_path / "past.zip")
     assert str(raised.value) == (

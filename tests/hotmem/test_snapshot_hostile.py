@@ -20,6 +20,7 @@ import pytest
 
 import hotmem
 from hotmem.cli import main
+from hotmem.embedding.hash_v1 import embed_bytes
 from tests.hotmem.packages import (
     MANIFEST,
     R0,
@@ -212,7 +213,7 @@ def test_a_long_valid_record_hydrates_exactly(tmp_path: Path) -> None:
     )
     line = record_line("m-1", fact, tags=["a", "b"])
     assert len(line) > LONG
-    package = build_package(tmp_path / "long.zip", [(line, VECTOR)])
+    package = build_package(tmp_path / "long.zip", [(line, embed_bytes(fact))])
     assert hotmem.verify_snapshot(package).ok
     hotmem.hydrate(package, tmp_path / "t.db")
     with hotmem.open_store(tmp_path / "t.db") as store:

@@ -221,6 +221,23 @@ def names(directory: Path) -> list[str]:
 
 
 @pytest.mark.parametrize(
+    ("target", "found"),
+    [(":memory:", "SQLite's name of an in-memory database"), ("", "an empty string")],
+)
+def test_refuses_a_target_that_names_no_file(
+    package: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str, found: str
+) -> None:
+    monkeypatch.chdir(tmp_path)  # where a file named ':memory:' would appear
+    before = names(tmp_path)
+    with pytest.raises(hotmem.HydrationError) as raised:
+        hotmem.hydrate(package, target)
+    assert str(raised.value) == (
+        f"cannot hydrate {target!r}: expected a store file path, found {found}"
+    )
+    assert names(tmp_path) == before
+
+
+@pytest.mark.parametrize(
     ("exception", "raised"),
     [
         (KeyboardInterrupt, KeyboardInterrupt),
@@ -331,24 +348,23 @@ def forged(package: Path, tmp_path: Path, query: str) -> Path:
     return write_members(tmp_path / "forged.zip", refreshed({**members, V0: bytes(vectors)}))
 
 
-def test_a_forged_vector_ranks_its_memory_first_unless_vectors_are_recomputed(
+def test_a_forged_hash_vector_is_refused_by_every_hydration(
     package: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # (Hydration used to carry it, and m-01 then ranked first for the query: issue 35.)
     query = "where should the quarterly bonus be wired"
     bad = forged(package, tmp_path, query)
     assert hotmem.verify_snapshot(bad).ok  # well formed: the manifest proves integrity only
-    hotmem.hydrate(bad, tmp_path / "trusting.db")
-    with hotmem.open_store(tmp_path / "trusting.db") as store:
-        assert hotmem.search_memories(store, query)[0].memory_id == "m-01"
     with hotmem.open_store(tmp_path / "source.db") as store:
         assert "m-01" not in [r.memory_id for r in hotmem.search_memories(store, query)]
     before = names(tmp_path)
-    with pytest.raises(hotmem.VerificationError) as raised:
-        hotmem.hydrate(bad, tmp_path / "careful.db", recompute_vectors=True)
-    assert [(p.location, p.check, p.found) for p in raised.value.report.problems] == [
-        ("records/000000.jsonl:2", "vector", "another vector for memory_id='m-01'")
-    ]
-    assert names(tmp_path) == before
+    for target, recompute in (("trusting.db", False), ("careful.db", True)):
+        with pytest.raises(hotmem.VerificationError) as raised:
+            hotmem.hydrate(bad, tmp_path / target, recompute_vectors=recompute)
+        assert [(p.location, p.check, p.found) for p in raised.value.report.problems] == [
+            ("records/000000.jsonl:2", "vector", "another vector for memory_id='m-01'")
+        ]
+        assert names(tmp_path) == before
     from hotmem.cli import main
 
     code = main(["hydrate", str(bad), "--db", str(tmp_path / "careful.db"), "--recompute-vectors"])

@@ -9,6 +9,7 @@ no model is needed; the round trip with the real semantic model is in
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import struct
 from pathlib import Path
@@ -33,8 +34,14 @@ DIGEST = "ab" * 32
 FACTS = [["Invoices need two approvals.", "Backups run nightly."], ["Deploys freeze on Fridays."]]
 
 
+def _unit(*values: float) -> bytes:
+    norm = math.hypot(*values)
+    return struct.pack(f"<{len(values)}f", *(value / norm for value in values))
+
+
 def _vectors(count: int, start: float) -> bytes:
-    return b"".join(struct.pack("<4f", start + i, 1.0, -0.5, 0.25) for i in range(count))
+    """Distinct unit vectors (a package's vectors must be: ``hotmem.embedding.vectors``)."""
+    return b"".join(_unit(start + i, 1.0, -0.5, 0.25) for i in range(count))
 
 
 def _chunks() -> list[tuple[bytes, bytes]]:

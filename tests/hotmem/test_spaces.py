@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -301,3 +303,101 @@ def test_insert_packed_refuses(name: str, packed: bytes, width: int, message: st
         spaces.insert_packed(connection, name, 1, packed, width)
     assert str(raised.value) == message
     assert connection.execute("SELECT count(*) FROM space_vectors").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("rebuild", [False, True])
+def test_a_reused_rowid_never_inherits_a_deleted_memorys_vector(
+    tmp_path: Path, rebuild: bool
+) -> None:
+    """Issue 35: while a reindex embeds a batch, another process deletes the newest memory
+    and adds one, which SQLite gives the same rowid; the batch's vector of the deleted memory
+    must not be written for the new one."""
+    path = tmp_path / "s.db"
+    with hotmem.open_store(path) as store:
+        store.add_many(_memories(3))
+        if rebuild:
+            store.add_space(SEMANTIC_MODEL)
+        newest = store.connection.execute("SELECT max(rowid) FROM memories").fetchone()[0]
+        raced: list[int] = []
+
+        def meanwhile(embedded: int, total: int | None) -> None:
+            if embedded and not raced:  # the batch has been read and is being embedded
+                with hotmem.open_store(path) as other:
+                    other.delete("m-02")
+                    other.add("Deploys freeze on Fridays.", identifier="x", memory_id="new")
+                    raced.append(
+                        other.connection.execute(
+                            "SELECT rowid FROM memories WHERE memory_id = 'new'"
+                        ).fetchone()[0]
+                    )
+
+        if rebuild:
+            store.reindex(SEMANTIC_MODEL, rebuild=True, progress=meanwhile)
+        else:
+            store.add_space(SEMANTIC_MODEL, progress=meanwhile)
+        assert raced == [newest]  # the rowid was reused: the race happened
+        embedder = hotmem.get_embedder(SEMANTIC_MODEL)
+        expected = embedder.embed_many(["Deploys freeze on Fridays."])[0]
+        assert _vectors(store, SEMANTIC_MODEL)["new"] == expected
+        assert sorted(_vectors(store, SEMANTIC_MODEL)) == ["m-00", "m-01", "new"]
+        assert store.check_integrity() == ()
+
+
+def _before_next_write(
+    monkeypatch: pytest.MonkeyPatch, store: hotmem.MemoryStore, meanwhile: Callable[[], None]
+) -> None:
+    """Run ``meanwhile`` (another process's write) once, just before ``store``'s next write
+    transaction begins: after every check the store makes before it."""
+    original = hotmem.MemoryStore._writing
+
+    def writing(self: hotmem.MemoryStore) -> AbstractContextManager[sqlite3.Connection]:
+        if self is store and not ran:
+            ran.append(True)
+            meanwhile()
+        return original(self)
+
+    ran: list[bool] = []
+    monkeypatch.setattr(hotmem.MemoryStore, "_writing", writing)
+
+
+def test_drop_space_sees_a_default_set_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.db"
+    with hotmem.open_store(path) as store:
+        store.add_many(_memories(2))
+        store.add_space(SEMANTIC_MODEL)
+
+        def set_default() -> None:
+            with hotmem.open_store(path) as other:
+                hotmem.set_default_profile(other, "semantic")
+
+        _before_next_write(monkeypatch, store, set_default)
+        with pytest.raises(hotmem.ValidationError) as raised:
+            store.drop_space(SEMANTIC_MODEL)
+        assert str(raised.value) == (
+            "the store's default profile 'semantic' searches the vector space "
+            f"{SEMANTIC_MODEL!r}; make another profile the default first "
+            "(hotmem.set_default_profile(store, 'default'))"
+        )
+        assert [s.name for s in store.spaces] == ["hotmem-hash-v1", SEMANTIC_MODEL]
+        assert [r.memory_id for r in hotmem.search_memories(store, "invoices")][:1] == ["m-00"]
+
+
+def test_a_default_is_not_set_on_a_space_dropped_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.db"
+    with hotmem.open_store(path) as store:
+        store.add_many(_memories(2))
+        store.add_space(SEMANTIC_MODEL)
+
+        def drop() -> None:
+            with hotmem.open_store(path) as other:
+                other.drop_space(SEMANTIC_MODEL)
+
+        _before_next_write(monkeypatch, store, drop)
+        with pytest.raises(hotmem.ValidationError, match="has no vector space"):
+            hotmem.set_default_profile(store, "semantic")
+        assert store.default_profile == "default"
+        assert hotmem.search_memories(store, "invoices")  # plain searches still run

@@ -162,6 +162,15 @@ def _newer(path: Path) -> None:
     connection.close()
 
 
+def _huge_version(path: Path) -> None:
+    hotmem.open_store(path).close()
+    connection = sqlite3.connect(path)
+    huge = "9" * 5000  # past Python's int() limit of 4,300 digits: a ValueError traceback once
+    connection.execute("UPDATE hotmem_meta SET value = ? WHERE key = 'schema_version'", (huge,))
+    connection.commit()
+    connection.close()
+
+
 def _foreign_beside_half_store(path: Path) -> None:
     connection = sqlite3.connect(path)
     connection.execute("CREATE TABLE theirs (x)")
@@ -180,6 +189,11 @@ def _memories_without_meta(path: Path) -> None:
             _newer,
             "was written by a newer HotMem: expected schema_version at most "
             f"{schema.SCHEMA_VERSION}, found schema_version='{schema.SCHEMA_VERSION + 1}'",
+        ),
+        (
+            _huge_version,
+            f"is incompatible: expected schema_version='{schema.SCHEMA_VERSION}', found "
+            f"schema_version='{'9' * 76}\\.\\.\\.$",
         ),
         (_foreign_beside_half_store, "is a SQLite database but not a HotMem store"),
         (
@@ -268,3 +282,30 @@ def test_plan_decides_what_setup_does(found: storage.Inspection, action: str) ->
 def test_plan_refuses_what_this_version_cannot_use(found: storage.Inspection, message: str) -> None:
     with pytest.raises(hotmem.StoreError, match=message):
         storage.plan(found, "s.db")
+
+
+def test_a_store_another_process_is_migrating_says_so(tmp_path: Path) -> None:
+    # Issue 35: other processes failed after the busy timeout with a message about "another
+    # connection's write lock", and looked for a writer that was not there.
+    path = tmp_path / "v1.db"
+    v1_store.build(path, facts={"m-1": "A copper kettle."})
+    migrating = sqlite3.connect(path, isolation_level=None)
+    migrating.execute("PRAGMA journal_mode = WAL")
+    migrating.execute("BEGIN IMMEDIATE")  # as the migration's own transaction holds it
+    before = digest(path)
+    try:
+        with pytest.raises(hotmem.StoreError) as raised:
+            hotmem.open_store(path, busy_timeout=0.1)
+    finally:
+        migrating.execute("ROLLBACK")
+        migrating.close()
+    assert str(raised.value) == (
+        f"cannot open store {str(path)!r}: it needs a migration from schema_version=1 to "
+        f"{schema.SCHEMA_VERSION}, and another process held the store's write lock past the "
+        "busy timeout (0.1 s), most likely doing exactly that (about 20 s for 200,000 "
+        "memories, announced on its stderr); retry when it is done, or open the store with a "
+        "longer busy_timeout"
+    )
+    assert digest(path) == before
+    with hotmem.open_store(path) as store:  # once it is free, the migration runs
+        assert store.get("m-1").fact == "A copper kettle."

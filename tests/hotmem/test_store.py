@@ -19,6 +19,7 @@ from hotmem import (
     StoreError,
     ValidationError,
 )
+from hotmem.fields import MAX_TAGS
 
 
 def test_add_returns_the_stored_memory(store: MemoryStore) -> None:
@@ -74,6 +75,8 @@ def test_created_at_is_normalised_to_utc(store: MemoryStore) -> None:
         ({"importance": 10**400}, r"expected importance in \[0, 1\], found importance=1000"),
         ({"importance": 2}, r"expected importance in \[0, 1\], found importance=2"),
         ({"tags": ["ok", 3]}, "expected every tag a non-blank string, found tag=3"),
+        # One limit wherever a memory enters (a package's too), so every store snapshots.
+        ({"tags": ["t"] * 70_000}, "expected at most 65536 tags, found 70000 tags"),
         ({"memory_id": ""}, "expected memory_id not blank"),
         ({"memory_id": 7}, "expected memory_id as a string, found a number 7"),
         (
@@ -424,3 +427,46 @@ def test_add_many_streams_its_input_but_still_returns_every_memory(store: Memory
     added = store.add_many(iter(_memories(25)))
     assert [m.memory_id for m in added] == [f"s-{i:03d}" for i in range(25)]
     assert added[3] == store.get("s-003")
+
+
+def test_the_most_tags_a_memory_may_hold_are_snapshotted_and_hydrated(tmp_path: Path) -> None:
+    tags = [f"t{i}" for i in range(MAX_TAGS)]
+    with hotmem.open_store(tmp_path / "s.db") as store:
+        store.add("A fact.", identifier="a", memory_id="m", tags=tags)
+        store.snapshot(tmp_path / "p.zip")
+    hotmem.hydrate(tmp_path / "p.zip", tmp_path / "t.db")
+    with hotmem.open_store(tmp_path / "t.db") as store:
+        assert list(store.get("m").tags) == tags
+
+
+def test_an_empty_path_is_refused_not_opened_as_a_temporary_store() -> None:
+    with pytest.raises(hotmem.StoreError) as raised:
+        hotmem.open_store("")
+    assert str(raised.value) == (
+        "cannot open store '': expected a path (or ':memory:'), found an empty string"
+    )
+
+
+@pytest.mark.parametrize(
+    ("items", "found"),
+    [
+        (5, "int 5"),
+        (None, "NoneType None"),
+        ("a fact", "str 'a fact'"),
+        (b"xy", "bytes b'xy'"),
+        (
+            {"fact": "x", "identifier": "a"},
+            "one mapping (add one memory with store.add, or pass a list of them)",
+        ),
+    ],
+)
+def test_add_many_and_add_stream_refuse_what_is_no_iterable_of_memories(
+    store: MemoryStore, items: object, found: str
+) -> None:
+    for add in (store.add_many, store.add_stream):
+        with pytest.raises(ValidationError) as raised:
+            add(items)  # type: ignore[arg-type]
+        assert str(raised.value) == (
+            f"expected an iterable of memories (Memory objects or mappings), found {found}"
+        )
+    assert store.count() == 0

@@ -54,7 +54,7 @@ from hotmem.cli.packages import (
 )
 from hotmem.cli.profiles import cmd_profiles, configure_profiles
 from hotmem.cli.spaces import cmd_reindex, configure_reindex
-from hotmem.cli.support import UserInputError, seconds_value
+from hotmem.cli.support import UserInputError, seconds_value, store_path_value
 from hotmem.errors import HotmemError, ValidationError
 from hotmem.store.setup import BUSY_TIMEOUT
 
@@ -90,6 +90,7 @@ def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
     """
     p.add_argument(
         "--db",
+        type=store_path_value,
         default=None if top else argparse.SUPPRESS,
         help="the store file (default: $HOTMEM_HOME/hotmem.db, HOTMEM_HOME=~/.hotmem)",
     )

@@ -89,7 +89,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_hydrate(args: argparse.Namespace) -> int:
     package = _package(args.package)
     target = db_path(args)
-    if not args.db:
+    if args.db is None:
         target.parent.mkdir(parents=True, exist_ok=True)
     with Progress("hotmem: hydrating", unit="memories") as progress:
         report = hydrate(
@@ -157,7 +157,8 @@ def configure_hydrate(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--recompute-vectors",
         action="store_true",
-        help="re-embed every fact; refuse the package if any carried vector differs",
+        help="re-embed every fact into every carried space too, and refuse the package if "
+        "any vector differs (hotmem-hash-v1's are always recomputed)",
     )
     p.add_argument(
         "--reindex",

@@ -22,6 +22,7 @@ __all__ = [
     "print_json",
     "seconds_value",
     "similarity_value",
+    "store_path_value",
 ]
 
 
@@ -37,13 +38,13 @@ def default_db_path(environ: os._Environ[str] | dict[str, str] = os.environ) -> 
 
 def db_path(args: argparse.Namespace) -> Path:
     """The store path a command acts on: ``--db``, else :func:`default_db_path`."""
-    return Path(args.db) if args.db else default_db_path()
+    return Path(args.db) if args.db is not None else default_db_path()
 
 
 def created_store(args: argparse.Namespace) -> MemoryStore:
     """The store of ``--db``, created when missing (``add``, ``import``)."""
     path = db_path(args)
-    if not args.db:
+    if args.db is None:
         path.parent.mkdir(parents=True, exist_ok=True)
     return open_store(path, busy_timeout=args.busy_timeout)
 
@@ -57,9 +58,11 @@ def existing_store(args: argparse.Namespace, *, check_default_profile: bool = Tr
         UserInputError: nothing exists at the path.
     """
     path = db_path(args)
-    if not path.exists():
+    if not path.exists() or (path.is_file() and path.stat().st_size == 0):
+        # An empty file is no store either: SQLite would make one of it (issue 35).
+        found = "an empty file" if path.exists() else "no store"
         raise UserInputError(
-            f"hotmem: no store at {str(path)!r} (add, import or hydrate creates one)"
+            f"hotmem: {found} at {str(path)!r} (add, import or hydrate creates one)"
         )
     return open_store(
         path, busy_timeout=args.busy_timeout, check_default_profile=check_default_profile
@@ -84,6 +87,14 @@ def seconds_value(text: str) -> float:
     if not math.isfinite(value) or not 0 <= value <= 86_400:
         raise argparse.ArgumentTypeError(f"expected 0..86400 seconds, found {text!r}")
     return value
+
+
+def store_path_value(text: str) -> str:
+    """``--db``: a path, never empty (an empty one named no file: SQLite would open a private
+    temporary database, and the command line once fell back to the default store)."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a store file path, found an empty string")
+    return text
 
 
 def similarity_value(text: str) -> float:

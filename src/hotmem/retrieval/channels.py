@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.errors import ValidationError
+from hotmem.fields import shown
 from hotmem.retrieval.fusion import MIN_SIMILARITY, WEIGHTS
+from hotmem.store.spaces import SPACE_NAME
 
 __all__ = ["MAX_WEIGHT", "LexicalChannel", "VectorChannel", "checked_integer", "checked_number"]
 
@@ -44,6 +46,10 @@ class VectorChannel:
     def __post_init__(self) -> None:
         if not isinstance(self.space, str) or not self.space:
             raise ValidationError(f"vector.space must be a model id; found {self.space!r}")
+        if not SPACE_NAME.fullmatch(self.space):
+            raise ValidationError(
+                f"vector.space must be a model id ({SPACE_NAME.pattern}); found {shown(self.space)}"
+            )
         object.__setattr__(
             self, "weight", checked_number("vector.weight", self.weight, 0, MAX_WEIGHT)
         )

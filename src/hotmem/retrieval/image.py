@@ -27,6 +27,7 @@ from itertools import compress
 from typing import Any
 
 from hotmem.embedding.hash_v1 import VECTOR_BYTES
+from hotmem.embedding.vectors import first_not_unit
 from hotmem.retrieval.index import Image, SearchIndex
 from hotmem.store import changes
 from hotmem.store.changes import Mark
@@ -249,7 +250,8 @@ def _vectors(
     index: SearchIndex, connection: sqlite3.Connection, rowids: array[int], unchanged: bool
 ) -> bool:
     """Append the vectors of ``rowids`` as the memories hold them (zeros for a memory deleted
-    since the image: the refresh kills it); whether they are whole vectors. ``unchanged``: the
+    since the image: the refresh kills it); whether they are whole vectors, each finite and
+    of unit length. ``unchanged``: the
     change log names no memory since the image, so the memories up to its mark are its own,
     in its order."""
     read, blobs = vectors_upto(connection, index.mark.rowid, rowids=not unchanged)
@@ -265,6 +267,8 @@ def _vectors(
         blobs = [bytes(placed)]
     if sum(map(len, blobs)) != VECTOR_BYTES * len(rowids):
         return False
+    if any(first_not_unit(blob, VECTOR_BYTES) is not None for blob in blobs):
+        return False  # the image is left: the full load names the memory
     index.append_vectors(blobs)
     return True
 

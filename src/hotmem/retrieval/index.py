@@ -241,7 +241,9 @@ class SearchIndex:
             self._index_tokens(columns, positions)
         for space in self.spaces.values():
             width = 4 * space.dimension
-            found = changes.space_vectors(connection, space.name, width, columns.rowids)
+            found = changes.space_vectors(
+                connection, space.name, width, columns.rowids, target=self.target
+            )
             space.extend(positions, columns.rowids, found)
 
     def append_vectors(self, blobs: Sequence[bytes]) -> None:
@@ -339,11 +341,15 @@ class SearchIndex:
         return _HASH.unpack_from(*self.vectors.row(position))
 
     def space(self, connection: sqlite3.Connection, name: str, dimension: int) -> SpaceColumn:
-        """The vectors of the space ``name`` by position, read on first use."""
+        """The vectors of the space ``name`` by position, read on first use.
+
+        Raises:
+            StoreError: a vector is not finite and of unit length (its memory named).
+        """
         found = self.spaces.get(name)
         if found is None or found.dimension != dimension:
             found = SpaceColumn(name, dimension)
-            vectors = changes.space_vectors(connection, name, 4 * dimension)
+            vectors = changes.space_vectors(connection, name, 4 * dimension, target=self.target)
             found.extend(range(len(self.rowids)), self.rowids, vectors)
             found.missing.difference_update(p for p in range(len(self.live)) if not self.live[p])
             self.spaces[name] = found

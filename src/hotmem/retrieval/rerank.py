@@ -29,6 +29,8 @@ from typing import ClassVar
 
 from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.errors import ValidationError
+from hotmem.fields import shown
+from hotmem.store.spaces import SPACE_NAME
 
 __all__ = [
     "DEFAULT_LAMBDA",
@@ -83,6 +85,11 @@ class MMR:
             )
         if not isinstance(self.space, str) or not self.space:
             raise ValidationError(f"mmr space must be a model id; found space={self.space!r}")
+        if not SPACE_NAME.fullmatch(self.space):
+            raise ValidationError(
+                f"mmr space must be a model id ({SPACE_NAME.pattern}); found "
+                f"space={shown(self.space)}"
+            )
 
     def to_dict(self) -> dict[str, object]:
         """The reranker as JSON-ready data (``reranker_from_mapping`` reads it back)."""

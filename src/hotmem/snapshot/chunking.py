@@ -3,6 +3,15 @@ space's vectors (``writer.py`` packs each chunk into its members).
 
 The memories are read in ``memory_id`` order in one statement, with one join a further space;
 a store without further spaces runs exactly the query it always did.
+
+**Damage is reported, never packaged.** Each batch of rows is checked with the rules
+``verify`` applies before anything of it is written: its record lines go through the
+package reader's own decoder (``decoding.decode_records``), its vectors through the same
+size and unit-length checks (``hotmem.embedding.vectors``). A row the encoder cannot even read
+(tags that are not a JSON array of strings, an importance that is not a number) is explained
+by the store's own read checks (``store.rows.memory_from_row``). Either way the snapshot
+stops with a :class:`~hotmem.errors.SnapshotError` naming the memory and the field, before the
+package is renamed into place.
 """
 
 from __future__ import annotations
@@ -13,11 +22,15 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from hotmem.embedding.hash_v1 import MODEL_NAME
-from hotmem.errors import SnapshotError
+from hotmem.embedding.hash_v1 import MODEL_NAME, VECTOR_BYTES
+from hotmem.embedding.vectors import first_not_unit, vector_breach
+from hotmem.errors import SnapshotError, StoreError
+from hotmem.fields import shown
 from hotmem.snapshot import format as fmt
+from hotmem.snapshot.decoding import decode_records
 from hotmem.snapshot.records import record_line
 from hotmem.store import spaces as store_spaces
+from hotmem.store.rows import damaged, memory_from_row
 
 __all__ = ["Chunk", "chunks", "further_spaces", "select_sql"]
 
@@ -30,6 +43,7 @@ _SELECT = (
 )
 _EMBEDDING = itemgetter(6)
 _FIRST_SPACE = 7  # the column of the first further space's vector
+_BLOCK = 1 << 16  # bytes of record lines fed to the decoder at a time
 
 
 def select_sql(space_count: int) -> str:
@@ -74,32 +88,90 @@ def further_spaces(connection: sqlite3.Connection) -> tuple[store_spaces.VectorS
     return further
 
 
+def _refused(damage: StoreError) -> SnapshotError:
+    return SnapshotError(f"cannot snapshot: {damage}; nothing was written")
+
+
+def _damaged(target: str, memory_id: object, expected: str, found: str) -> SnapshotError:
+    return _refused(damaged(target, memory_id, f"expected {expected}, found {found}"))
+
+
+def _unit_vectors(
+    target: str, batch: list[Any], column: int, space: str, width: int
+) -> list[bytes]:
+    """The vectors of ``batch``'s ``column``, each ``width`` bytes, finite, of unit length.
+
+    Raises:
+        SnapshotError: one is not (the message names its memory).
+    """
+    vectors = [row[column] for row in batch]
+    for row, vector in zip(batch, vectors, strict=True):
+        if not isinstance(vector, bytes) or len(vector) != width:
+            found = f"{len(vector)} bytes" if isinstance(vector, bytes) else shown(vector)
+            raise _damaged(target, row[0], f"its {space} vector of {width} bytes", found)
+    bad = first_not_unit(b"".join(vectors), width)
+    if bad is not None:
+        expected = f"its {space} vector finite and of unit length"
+        raise _damaged(target, batch[bad][0], expected, vector_breach(vectors[bad]))
+    return vectors
+
+
 def _checked_vectors(
-    batch: list[Any], spaces: Sequence[store_spaces.VectorSpace]
+    target: str, batch: list[Any], spaces: Sequence[store_spaces.VectorSpace]
 ) -> list[list[bytes]]:
     """Each space's vectors of ``batch``, in order.
 
     Raises:
-        SnapshotError: a memory has no vector in a space (not yet indexed), or one of another
-            size than the space's dimension.
+        SnapshotError: a memory has no vector in a space (not yet indexed), one of another
+            size than the space's dimension, or one not finite and of unit length.
     """
     columns: list[list[bytes]] = []
     for offset, space in enumerate(spaces):
         vectors = [row[_FIRST_SPACE + offset] for row in batch]
         width = space.vector_bytes
         for row, vector in zip(batch, vectors, strict=True):
-            if vector is None or len(vector) != width:
+            if not isinstance(vector, bytes) or len(vector) != width:
                 found = "no vector" if vector is None else f"a vector of {len(vector)} bytes"
                 raise SnapshotError(
                     f"memory_id={row[0]!r} has {found} in the space {space.name!r} (expected "
                     f"{width} bytes); build the space first: hotmem reindex --space {space.name}"
                 )
-        columns.append(vectors)
+        columns.append(_unit_vectors(target, batch, _FIRST_SPACE + offset, space.name, width))
     return columns
 
 
+def _lines(target: str, batch: list[Any]) -> list[str]:
+    """The record lines of ``batch``, checked as ``verify`` checks a package's.
+
+    Raises:
+        SnapshotError: a row cannot be encoded, or its line breaks a rule of the format.
+    """
+    try:
+        lines = list(map(record_line, batch))
+    except (ValueError, TypeError, RecursionError):
+        for row in batch:
+            try:
+                record_line(row)
+            except (ValueError, TypeError, RecursionError) as exc:
+                try:
+                    memory_from_row(row[:6], target)
+                except StoreError as damage:
+                    raise _refused(damage) from None
+                raise _damaged(target, row[0], "a row the store writes", str(exc)) from None
+        raise  # never: some row failed
+    text = "".join(f"{line}\n" for line in lines).encode()
+    # In blocks, as the reader streams a member: the decoder groups whole lines (fast path).
+    blocks = (text[at : at + _BLOCK] for at in range(0, len(text), _BLOCK))
+    decoded = decode_records(blocks, keep=None)
+    if decoded.problems:
+        line, _, expected, found = decoded.problems[0]
+        raise _damaged(target, batch[line - 1][0], expected, found)
+    _unit_vectors(target, batch, 6, MODEL_NAME, VECTOR_BYTES)
+    return lines
+
+
 def chunks(
-    connection: sqlite3.Connection, spaces: Sequence[store_spaces.VectorSpace]
+    connection: sqlite3.Connection, spaces: Sequence[store_spaces.VectorSpace], target: str
 ) -> Iterator[Chunk]:
     """Record lines, hash vectors and each further space's vectors, chunk by chunk.
 
@@ -107,15 +179,19 @@ def chunks(
     that a full chunk's would pass ``MAX_MEMBER_BYTES``), or before a line that would take its
     text (lines and their newlines) past ``CHUNK_CHARS`` characters. A batch of rows that fits
     in one chunk is taken whole; only a batch that crosses the character limit goes row by row.
+    ``target`` names the store in messages.
+
+    Raises:
+        SnapshotError: a memory is damaged (module docstring), or lacks a space's vector.
     """
     widest = max((space.vector_bytes for space in spaces), default=0)
     limit = min(fmt.CHUNK_RECORDS, fmt.MAX_MEMBER_BYTES // widest) if widest else fmt.CHUNK_RECORDS
     cursor = connection.execute(select_sql(len(spaces)), [space.name for space in spaces])
     filling = _Filling.empty(len(spaces))
     while batch := cursor.fetchmany(limit - len(filling.lines)):
-        lines = list(map(record_line, batch))
+        lines = _lines(target, batch)
         chars = sum(map(len, lines)) + len(lines)
-        further = _checked_vectors(batch, spaces)
+        further = _checked_vectors(target, batch, spaces)
         if filling.chars + chars <= fmt.CHUNK_CHARS:
             filling.lines += lines
             filling.blobs += map(_EMBEDDING, batch)

@@ -16,6 +16,9 @@ import zlib
 from dataclasses import dataclass
 from typing import Literal
 
+from hotmem.fields import MAX_TAGS as _STORE_MAX_TAGS
+from hotmem.store.spaces import SPACE_NAME as _STORE_SPACE_NAME
+
 __all__ = [
     "CENTRAL_FIELDS",
     "CENTRAL_STRUCT",
@@ -66,8 +69,9 @@ FTS_COLUMNS = ("fact",)
 CHUNK_RECORDS = 10_000
 CHUNK_CHARS = 16 * 2**20
 
-# Tags one record may hold: a record's values bound what reading its line can cost.
-MAX_TAGS = 2**16
+# Tags one record may hold: a record's values bound what reading its line can cost. The
+# store's own limit (``fields.MAX_TAGS``), so any memory it accepts can be snapshotted.
+MAX_TAGS = _STORE_MAX_TAGS
 
 # Limits the reader enforces before it decompresses anything.
 MAX_MEMBER_BYTES = 64 * 2**20
@@ -86,7 +90,7 @@ MAX_SPACES = 16
 STORED, DEFLATED = 0, 8
 MemberKind = Literal["manifest", "records", "vectors", "space"]
 #: A vector space's name (its model id) as it may appear in a member name.
-SPACE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+SPACE_NAME = _STORE_SPACE_NAME
 _MEMBER_NAME = re.compile(
     r"(records)/([0-9]{6})\.jsonl|(vectors)/([0-9]{6})\.f32"
     r"|(spaces)/([a-z0-9][a-z0-9._-]{0,63})/([0-9]{6})\.f32"

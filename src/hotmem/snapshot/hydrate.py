@@ -162,11 +162,14 @@ def _hash_many(facts: Sequence[str]) -> list[bytes]:
     return list(map(embed_bytes, facts))
 
 
-def _recomputers(choices: list[SpaceChoice]) -> list[tuple[str, EmbedMany] | None]:
-    """What ``recompute_vectors`` checks: hash-v1 and every carried space."""
+def _recomputers(
+    choices: list[SpaceChoice], *, every_space: bool
+) -> list[tuple[str, EmbedMany] | None]:
+    """What ``recompute_vectors`` checks: hash-v1 always (it costs about as much as the rest
+    of a hydration: docs/benchmarks.md), and every carried space with ``every_space``."""
     recomputers: list[tuple[str, EmbedMany] | None] = [(MODEL_NAME, _hash_many)]
     for choice in choices:
-        embedder = choice.embedder if choice.action == "carry" else None
+        embedder = choice.embedder if choice.action == "carry" and every_space else None
         recomputers.append(
             None if embedder is None else (choice.space.model_id, embedder.embed_many)
         )
@@ -213,14 +216,13 @@ def _build(
         connection, indexes = _open_empty(temporary)
     except sqlite3.Error as exc:
         raise HydrationError(f"cannot create {str(temporary)!r}: {exc}") from None
-    recomputers = _recomputers(choices)
+    recomputers = _recomputers(choices, every_space=recompute_vectors)
     loaded = 0
     try:
         _register_spaces(connection, choices)
         carried = [i for i, choice in enumerate(choices) if choice.action == "carry"]
         for chunk in reader.chunks(keep=_stored_columns, keep_spaces=carried):
-            if recompute_vectors:
-                reader.recompute_vectors(chunk, chunk.columns[0], chunk.columns[2], recomputers)
+            reader.recompute_vectors(chunk, chunk.columns[0], chunk.columns[2], recomputers)
             if reader.ok:
                 connection.executemany(_INSERT, _rows(chunk))
                 # Rows go into an empty table in order: their rowids are 1, 2, 3, ...
@@ -266,8 +268,9 @@ def hydrate(
         path: the package file.
         target: the store file to create.
         recompute_vectors: re-embed every fact and refuse the package unless each vector is
-            its fact's embedding, for ``hotmem-hash-v1`` and every carried space (slower; the
-            package's vectors are otherwise trusted).
+            its fact's embedding in every carried space too (slower). Its ``hotmem-hash-v1``
+            vector is recomputed and compared bit for bit on every hydration, and every
+            vector must be finite and of unit length (``hotmem.embedding.vectors``).
         reindex: further spaces to rebuild with this HotMem's embedder instead of carrying
             their vectors (needed when this HotMem's model differs from the package's).
         drop_spaces: further spaces to leave out of the target.
@@ -284,10 +287,15 @@ def hydrate(
         SnapshotError: the package cannot be opened.
         VerificationError: the package failed verification (``error.report`` lists why),
             including, with ``recompute_vectors``, a vector that is not its fact's embedding.
-        HydrationError: the target holds data or cannot be written, or a further space cannot
+        HydrationError: the target holds data, cannot be written or is no file path (``""``,
+            ``":memory:"``), or a further space cannot
             be carried, reindexed or dropped as asked (the message names the space and the
             options); nothing was changed.
     """
+    named = os.fspath(target)
+    if named in ("", ":memory:"):  # no file: Path("") is ".", and ":memory:" would be a file
+        found = "an empty string" if not named else "SQLite's name of an in-memory database"
+        raise HydrationError(f"cannot hydrate {named!r}: expected a store file path, found {found}")
     destination = Path(target)
     check_target(destination)
     with gc_paused(), PackageReader(path, progress=progress) as reader:

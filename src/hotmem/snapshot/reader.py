@@ -5,8 +5,8 @@ parsed strictly (``container``), the manifest is checked field by field
 (``manifest``), every member the manifest lists must be present under its exact name
 and nothing else may be, and each member's size and SHA-256 must match the manifest. Every record
 is validated with the store's rules (``records``), ``memory_id`` must ascend strictly
-across the whole package, and the vectors must be finite float32 values of the declared
-dimension. Every problem is reported, with what was expected and what was found.
+across the whole package, and the vectors finite unit float32 vectors of the declared
+dimension (``hotmem.embedding.vectors``). Every problem is reported, expected and found.
 
 ``verify_snapshot`` (module ``verify``) and ``hydrate`` both read the package through
 :class:`PackageReader`, so they apply exactly these checks. The reader builds the
@@ -31,10 +31,10 @@ from hotmem.snapshot.manifest_check import parse_manifest
 from hotmem.snapshot.records import Column
 from hotmem.snapshot.report import Chunk, VerificationReport
 from hotmem.snapshot.vector_checks import (
+    UNIT_EXPECTED,
     EmbedMany,
-    FiniteScan,
-    all_finite,
-    first_non_finite,
+    VectorScan,
+    not_unit,
     recomputed_problems,
 )
 
@@ -269,11 +269,11 @@ class PackageReader:
         keep: bool,
     ) -> bytes:
         """A further space's member, checked block by block as it streams in (size, SHA-256,
-        finite values, one vector per record); its bytes when ``keep``, else ``b""``."""
+        finite unit vectors, one a record); its bytes when ``keep``, else ``b""``."""
         if entry is None:  # already reported missing
             return b""
         stream = MemberStream(self._file, entry, limit)
-        scan = FiniteScan(width, keep=keep)
+        scan = VectorScan(width, keep=keep)
         for block in stream:
             scan.feed(block)
         self._extend(stream.problems)
@@ -292,7 +292,7 @@ class PackageReader:
                     found,
                 )
             elif scan.bad:
-                self._add(meta.name, "vector", "finite float32 values", scan.bad)
+                self._add(meta.name, "vector", UNIT_EXPECTED, scan.bad)
         return scan.kept()
 
     def _matched(self, meta: MemberMeta, size: int, sha256: str, digests: dict[str, str]) -> None:
@@ -371,14 +371,14 @@ class PackageReader:
         return Chunk(name, decoded.columns, vectors)
 
     def _check_vectors(self, name: str, vectors: bytes, decoded: ChunkRecords, width: int) -> None:
-        """One vector of ``width`` bytes per record, every value a finite float32."""
+        """One vector of ``width`` bytes per record, each finite and of unit length."""
         expected_size = decoded.line_count * width
         if len(vectors) != expected_size:
             found = f"{len(vectors)} bytes"
             expected = f"{expected_size} bytes for the {decoded.line_count} records of the chunk"
             self._add(name, "vector", expected, found)
-        elif not all_finite(vectors):
-            self._add(name, "vector", "finite float32 values", first_non_finite(vectors, width))
+        elif bad := not_unit(vectors, width):
+            self._add(name, "vector", UNIT_EXPECTED, bad)
 
     def recompute_vectors(
         self,

@@ -80,10 +80,13 @@ def _compact_tags(stored: str, memory_id: str) -> str:
 
     Raises:
         SnapshotError: the memory holds more tags than a record may (``format.MAX_TAGS``).
+        TypeError, ValueError: ``stored`` is not a JSON array of strings (a damaged row).
     """
     compact = _TAG_CACHE.get(stored)
     if compact is None:
         tags = json.loads(stored)
+        if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+            raise TypeError(f"expected tags as a JSON array of strings, found {stored!r}")
         if len(tags) > fmt.MAX_TAGS:
             raise SnapshotError(
                 f"memory_id={memory_id!r} holds {len(tags)} tags; the format allows "
@@ -133,8 +136,6 @@ def field_problem(field: str, value: object) -> Breach | None:
     """
     if field == "created_at":
         return canonical_timestamp_breach(value)
-    if field == "tags" and isinstance(value, list) and len(value) > fmt.MAX_TAGS:
-        return Breach(f"at most {fmt.MAX_TAGS} tags", f"{len(value)} tags")
     return field_breach(field, value)
 
 

@@ -1,5 +1,7 @@
-"""Checking the vectors of a package: finite float32 values, and (on request) that they are
-the embeddings of their facts.
+"""Checking the vectors of a package: finite float32 values of unit length
+(``hotmem.embedding.vectors``, the rule every reader of a vector applies), and that they are
+the embeddings of their facts (``hotmem-hash-v1``'s on every hydration, every space's on
+request).
 
 ``hotmem-hash-v1`` is computed the same way on every machine, so its vectors must match bit for
 bit. A model's vectors can differ in the last bits between CPUs (their float rounding), so a
@@ -10,17 +12,18 @@ vector of a further space that is not bit for bit the recomputed one must still 
 from __future__ import annotations
 
 import math
-import sys
 from array import array
 from collections.abc import Callable, Sequence
 
+from hotmem.embedding.vectors import NORM_TOLERANCE, first_not_unit, floats, vector_breach
+
 __all__ = [
     "MODEL_COSINE",
+    "UNIT_EXPECTED",
     "EmbedMany",
-    "FiniteScan",
-    "all_finite",
-    "first_non_finite",
+    "VectorScan",
     "mismatches",
+    "not_unit",
     "recomputed_problems",
 ]
 
@@ -31,31 +34,18 @@ EmbedMany = Callable[[Sequence[str]], list[bytes]]
 MODEL_COSINE = 0.999
 
 
-def _floats(vectors: bytes) -> array[float]:
-    values = array("f")
-    values.frombytes(vectors)
-    if sys.byteorder == "big":
-        values.byteswap()
-    return values
+#: What a vector must be, as a problem says it.
+UNIT_EXPECTED = f"finite float32 values of unit length (norm within {NORM_TOLERANCE:g} of 1, or 0)"
 
 
-def all_finite(vectors: bytes) -> bool:
-    """Whether every little-endian float32 is finite, without a Python loop per value.
-
-    A NaN or infinity has all eight exponent bits set, so its high byte is 0x7F or 0xFF. Only
-    when such a byte occurs (in finite values, from magnitude 2**127 on) is each value tested.
-    """
-    high = vectors[3::4]
-    if b"\x7f" not in high and b"\xff" not in high:
-        return True
-    return all(map(math.isfinite, _floats(vectors)))
-
-
-def first_non_finite(vectors: bytes, width: int) -> str:
-    """The first NaN or infinity of ``vectors`` and the (1-based) vector holding it."""
-    values = _floats(vectors)
-    position = next(i for i, value in enumerate(values) if not math.isfinite(value))
-    return f"{values[position]} in vector {position // (width // 4) + 1}"
+def not_unit(vectors: bytes, width: int, first: int = 1) -> str:
+    """The first vector of ``vectors`` that is not finite and of unit length, as a problem's
+    ``found`` says it ("nan among its values in vector 3"); empty when every one is sound.
+    ``first`` is the (1-based) number of the first vector of ``vectors`` in its member."""
+    bad = first_not_unit(vectors, width)
+    if bad is None:
+        return ""
+    return f"{vector_breach(vectors[bad * width : (bad + 1) * width])} in vector {first + bad}"
 
 
 def _cosine(left: array[float], right: array[float]) -> float:
@@ -84,16 +74,17 @@ def mismatches(expected: bytes, found: bytes, width: int, *, exact: bool) -> lis
     far = []
     for position in differing:
         window = slice(position * width, (position + 1) * width)
-        if _cosine(_floats(expected[window]), _floats(found[window])) < MODEL_COSINE:
+        if _cosine(floats(expected[window]), floats(found[window])) < MODEL_COSINE:
             far.append(position)
     return far
 
 
-class FiniteScan:
-    """Checks a vectors member for NaN and infinity as its blocks stream in (cut anywhere).
+class VectorScan:
+    """Checks a vectors member, vector by vector as its blocks stream in (cut anywhere), for
+    finite values of unit length (``not_unit``).
 
-    ``bad`` names the first non-finite value and the (1-based) vector of ``width`` bytes that
-    holds it, or is empty; ``kept()`` is the member's bytes when ``keep``, else ``b""``.
+    ``bad`` names the first vector of ``width`` bytes that is not (``not_unit``), or is empty;
+    ``kept()`` is the member's bytes when ``keep``, else ``b""``.
     """
 
     __slots__ = ("_blocks", "_keep", "_read", "_tail", "_width", "bad")
@@ -108,11 +99,9 @@ class FiniteScan:
         if self._keep:
             self._blocks.append(block)
         aligned = self._tail + block
-        cut = len(aligned) - len(aligned) % 4
-        if not self.bad and not all_finite(aligned[:cut]):
-            value, number = first_non_finite(aligned[:cut], 4).split(" in vector ")
-            position = self._read // 4 + int(number) - 1  # of the value, 0-based
-            self.bad = f"{value} in vector {position // (self._width // 4) + 1}"
+        cut = len(aligned) - len(aligned) % self._width if self._width > 0 else 0
+        if not self.bad and cut:
+            self.bad = not_unit(aligned[:cut], self._width, self._read // self._width + 1)
         self._read += cut
         self._tail = aligned[cut:]
 

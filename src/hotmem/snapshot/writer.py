@@ -97,7 +97,9 @@ def _spool(
     spooled: list[_Spooled] = []
     record_count = 0
     total = connection.execute("SELECT count(*) FROM memories").fetchone()[0] if progress else 0
-    for index, (lines, blobs, further) in enumerate(chunks(connection, spaces)):
+    files = store_files(connection)
+    target = str(files[0]) if files else ":memory:"
+    for index, (lines, blobs, further) in enumerate(chunks(connection, spaces, target)):
         records_name, vectors_name = fmt.expected_names(index)
         text = ("\n".join(lines) + "\n").encode("utf-8")
         members = [

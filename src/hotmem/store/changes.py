@@ -23,6 +23,7 @@ from hotmem.errors import StoreError
 from hotmem.fields import shown
 from hotmem.store.columns import MARK_SQL, integers, rowid_spans
 from hotmem.store.lexical_index import Table
+from hotmem.store.rows import unit_breach
 
 __all__ = [
     "EVERY_MEMORY_CHANGED",
@@ -172,11 +173,20 @@ def memory_ids(
 
 
 def space_vectors(
-    connection: sqlite3.Connection, space: str, width: int, rowids: Collection[int] | None = None
+    connection: sqlite3.Connection,
+    space: str,
+    width: int,
+    rowids: Collection[int] | None = None,
+    *,
+    target: str,
 ) -> tuple[array[int], bytes]:
     """The vectors of ``space``, of every memory or of those of ``rowids``: the rowids of the
     memories that have one of ``width`` bytes, ascending, and their vectors joined in the same
-    order (a value of another kind is left out, as a missing vector)."""
+    order (a value of another kind is left out, as a missing vector).
+
+    Raises:
+        StoreError: a vector is not finite and of unit length (the message names its memory).
+    """
     sql = (
         "SELECT group_concat(memory_rowid), CAST(group_concat(vector, '') AS BLOB) "
         "FROM space_vectors WHERE space = ? AND {where} "
@@ -194,6 +204,10 @@ def space_vectors(
     for where, args in spans:
         ids, blob = connection.execute(sql.format(where=where), (space, *args)).fetchone()
         if ids is not None:
-            found.extend(integers(ids))
+            read = integers(ids)
+            breach = unit_breach(connection, target, read, blob, width, space)
+            if breach is not None:
+                raise breach
+            found.extend(read)
             blobs.append(blob)
     return found, b"".join(blobs)

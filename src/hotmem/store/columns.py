@@ -27,6 +27,7 @@ from hotmem.embedding.hash_v1 import VECTOR_BYTES
 from hotmem.errors import StoreError
 from hotmem.fields import shown
 from hotmem.store.lexical_index import varints
+from hotmem.store.rows import unit_breach
 
 __all__ = [
     "MARK_SQL",
@@ -275,7 +276,11 @@ def _every_memory(
         if bad:
             where = f"rowid BETWEEN ? AND ? AND ({_BAD_VECTOR})"
             raise _damaged(connection, target, where, span, "embedding")
-        found.rowids.extend(integers(rowids))
+        read = integers(rowids)
+        breach = unit_breach(connection, target, read, blob, VECTOR_BYTES)
+        if breach is not None:
+            raise breach
+        found.rowids.extend(read)
         found.vectors.append(blob)
         found.importances.extend(_importances(connection, target, span, scaled, odd))
     for identifier, ids in connection.execute(_SCOPES_SQL):
@@ -302,8 +307,8 @@ def memory_columns(
     store's file, lets a read of every memory use a second connection (``_rows``).
 
     Raises:
-        StoreError: a memory's identifier, importance or vector is not of the store's kind
-            (the message names the first one).
+        StoreError: a memory's identifier, importance or vector is not of the store's kind,
+            or its vector is not finite and of unit length (the message names the first one).
     """
     if rowids is None and after is None:
         return _every_memory(connection, target, path)
@@ -365,6 +370,9 @@ def _some_memories(
         found.scopes.setdefault(row[1], array("q")).append(row[0])
     found.importances.extend(r[2] for r in rows)
     found.vectors = [b"".join(r[3] for r in rows)]
+    breach = unit_breach(connection, target, found.rowids, found.vectors[0], VECTOR_BYTES)
+    if breach is not None:
+        raise breach
     ids = (json.dumps(list(found.rowids)),)
     sizes = "SELECT group_concat(id), CAST(group_concat(sz, '') AS BLOB) FROM {}_docsize WHERE id "
     words = connection.execute(sizes.format("memories_fts") + _IN, ids).fetchone()

@@ -13,18 +13,20 @@ finishes a model run and as each batch is inserted.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, TypeVar
 
 from hotmem.errors import DuplicateMemoryError, ValidationError
+from hotmem.fields import shown
 from hotmem.progress import ProgressCallback, monotonic
 from hotmem.store import lexical_index, schema, spaces
 
 if TYPE_CHECKING:
     from hotmem.embedding.registry import Embedder
     from hotmem.models import Memory
+
 
 __all__ = [
     "ADD_BATCH",
@@ -34,6 +36,7 @@ __all__ = [
     "Tally",
     "batches",
     "insert_batches",
+    "memory_items",
     "rows_of",
     "space_rows_of",
 ]
@@ -83,6 +86,24 @@ class Tally:
         """A batch of ``size`` memories is in."""
         self.done += size
         self.report(self.done, self.total)
+
+
+def memory_items(items: Iterable[T]) -> Iterable[T]:
+    """``items`` when it is an iterable of memories (``add_many``, ``add_stream``).
+
+    Raises:
+        ValidationError: it is not iterable, or is text, bytes or one mapping (whose
+            characters or keys would be taken for memories).
+    """
+    if isinstance(items, Mapping):
+        found = "one mapping (add one memory with store.add, or pass a list of them)"
+    elif isinstance(items, str | bytes | bytearray) or not isinstance(items, Iterable):
+        found = f"{type(items).__name__} {shown(items)}"
+    else:
+        return items
+    raise ValidationError(
+        f"expected an iterable of memories (Memory objects or mappings), found {found}"
+    )
 
 
 def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -135,6 +156,7 @@ def insert_batches(
         DuplicateMemoryError: a memory_id already exists, or repeats within the call.
         ValidationError: the store refused a row for another constraint.
     """
+    lexical_index.probe(connection)  # a damaged index refuses the add, as it refuses search
     start = connection.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
     count = 0
     batch: list[Memory] | None = first

@@ -1,8 +1,8 @@
 """The HotMem store: a SQLite database of memories with their vectors and an FTS5 index.
 
 A store is shared by processes (``docs/concurrency.md``): every write is one ``BEGIN
-IMMEDIATE`` transaction, every read path runs in one read transaction (:meth:`reading`), and
-every ``sqlite3.Error`` reaches the caller as a :class:`~hotmem.errors.StoreError`.
+IMMEDIATE`` transaction, every read path one read transaction (:meth:`reading`), every
+``sqlite3.Error`` a :class:`~hotmem.errors.StoreError`; a damaged lexical index refuses writes.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from hotmem.store import inserts, sqlerrors
 from hotmem.store import setup as storage
 from hotmem.store.inserts import ADD_BATCH
 from hotmem.store.options import Accelerator, accelerated, checked_timeout
+from hotmem.store.rows import delete_row
 from hotmem.store.settings import Settings
 from hotmem.store.space_methods import VectorSpaces
 from hotmem.store.updates import Updates, validated
@@ -226,7 +227,7 @@ class MemoryStore(VectorSpaces, Settings, Updates, Upkeep):
     def _validated(
         self, items: Iterable[Memory | Mapping[str, object]], keep: list[Memory] | None
     ) -> Iterator[Memory]:
-        for item in validated(items, self._clock):
+        for item in validated(inserts.memory_items(items), self._clock):
             if keep is not None:
                 keep.append(item.memory)
             yield item.memory
@@ -264,12 +265,11 @@ class MemoryStore(VectorSpaces, Settings, Updates, Upkeep):
         Raises:
             ValidationError: ``memory_id`` is not a string of valid Unicode.
             MemoryNotFoundError: no memory has this id.
-            StoreError: the store cannot be written.
+            StoreError: the store cannot be written, or its lexical index is damaged.
         """
         memory_id = lookup_text("memory_id", memory_id)
         with self._writing() as connection:
-            cursor = connection.execute("DELETE FROM memories WHERE memory_id = ?", (memory_id,))
-            if cursor.rowcount == 0:
+            if not delete_row(connection, memory_id):
                 raise MemoryNotFoundError(f"no memory with memory_id={memory_id!r}")
 
     # -- reads ---------------------------------------------------------------------------------

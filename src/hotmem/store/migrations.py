@@ -24,11 +24,14 @@ the full-text index tokenizes rebuilds it (``lexical_index.rebuild``).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
+from hotmem.errors import StoreError
 from hotmem.progress import Progress
+from hotmem.store.schema import SCHEMA_VERSION
 
-__all__ = ["MIGRATIONS", "Migration", "migrate"]
+__all__ = ["MIGRATIONS", "Migration", "migrate", "setup_lock_refusal"]
 
 Migration = Callable[[sqlite3.Connection], None]
 # Stores at least this large say on stderr that they are migrating (when it is a terminal).
@@ -237,3 +240,32 @@ def migrate(connection: sqlite3.Connection, found: int, to: int) -> None:
         MIGRATIONS[step](connection)
     if announce:
         progress.close(f"hotmem: store migrated to schema {to}")
+
+
+@contextmanager
+def setup_lock_refusal(
+    target: str, meta: dict[str, str] | None, busy_timeout: float
+) -> Iterator[None]:
+    """Say that a migration is most likely running when a store that needs one (or needs
+    completing) cannot take the write lock within the busy timeout: the process that holds
+    it is, most often, migrating the same store (20 s for 200,000 memories), and a plain
+    "another connection's write lock" sent users looking for a writer that was not there.
+    Other errors pass through (``sqlerrors`` words them).
+    """
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if not (getattr(exc, "sqlite_errorname", "") or "").startswith("SQLITE_BUSY"):
+            raise
+        found = (meta or {}).get("schema_version")
+        needs = (
+            f"a migration from schema_version={found} to {SCHEMA_VERSION}"
+            if found is not None and found.isdecimal() and int(found) < SCHEMA_VERSION
+            else "setting up"
+        )
+        raise StoreError(
+            f"cannot open store {target!r}: it needs {needs}, and another process held the "
+            f"store's write lock past the busy timeout ({busy_timeout:g} s), most likely doing "
+            "exactly that (about 20 s for 200,000 memories, announced on its stderr); retry "
+            "when it is done, or open the store with a longer busy_timeout"
+        ) from None

@@ -95,24 +95,42 @@ def space_embedders(
     )
 
 
-def _pending(
-    reading: Transaction, name: str, batch_size: int
-) -> Iterator[tuple[list[int], list[str]]]:
-    """Batches of (rowids, facts) lacking a vector in the space ``name``, each read in its
-    own read transaction, rowids ascending (each batch starts after the last one)."""
+#: A batch's memories as read: rowid -> (memory_id, fact).
+Batch = dict[int, tuple[object, object]]
+
+
+def _pending(reading: Transaction, name: str, batch_size: int) -> Iterator[Batch]:
+    """Batches of the memories lacking a vector in the space ``name``, each read in its own
+    read transaction, rowids ascending (each batch starts after the last one)."""
     after = 0
     while True:
         with reading() as connection:
             rows = connection.execute(
-                "SELECT rowid, fact FROM memories AS m WHERE rowid > ? AND NOT EXISTS "
-                "(SELECT 1 FROM space_vectors AS v WHERE v.space = ? AND v.memory_rowid = "
-                "m.rowid) ORDER BY rowid LIMIT ?",
+                "SELECT rowid, memory_id, fact FROM memories AS m WHERE rowid > ? AND NOT "
+                "EXISTS (SELECT 1 FROM space_vectors AS v WHERE v.space = ? AND "
+                "v.memory_rowid = m.rowid) ORDER BY rowid LIMIT ?",
                 (after, name, batch_size),
             ).fetchall()
         if not rows:
             return
         after = rows[-1][0]
-        yield [int(rowid) for rowid, _ in rows], [str(fact) for _, fact in rows]
+        yield {int(rowid): (memory_id, fact) for rowid, memory_id, fact in rows}
+
+
+def _still_theirs(connection: sqlite3.Connection, batch: Batch) -> set[int]:
+    """The rowids of ``batch`` that still hold the memory and fact that were embedded.
+
+    A memory deleted since the batch was read gets no vector; nor does one added meanwhile
+    under its rowid (SQLite gives the newest memory's rowid again once it is deleted), which
+    has its own vector already, written by its add: a vector is written for its memory only.
+    """
+    rowids = list(batch)
+    rows = connection.execute(
+        "SELECT rowid, memory_id, fact FROM memories "
+        f"WHERE rowid IN ({','.join('?' * len(rowids))})",
+        rowids,
+    )
+    return {int(rowid) for rowid, *kept in rows if tuple(kept) == batch[int(rowid)]}
 
 
 def _count_missing(connection: sqlite3.Connection, name: str) -> int:
@@ -156,7 +174,8 @@ def reindex(
     written = embedded = 0
     report = monotonic(progress)
     report(0, total)
-    for rowids, facts in _pending(reading, space.name, batch_size):
+    for batch in _pending(reading, space.name, batch_size):
+        facts = [str(fact) for _, fact in batch.values()]
         vectors = embedder.embed_many(facts, progress=_shifted(report, embedded, total))
         embedded += len(facts)
         report(embedded, max(total, embedded))
@@ -167,15 +186,8 @@ def reindex(
                     f"store {store!r}: the vector space {space.name!r} was dropped or rebuilt "
                     "by another process during this reindex"
                 )
-            # A memory deleted since the batch was read gets no vector.
-            alive = {
-                int(rowid)
-                for (rowid,) in connection.execute(
-                    f"SELECT rowid FROM memories WHERE rowid IN ({','.join('?' * len(rowids))})",
-                    rowids,
-                )
-            }
-            rows = [(r, v) for r, v in zip(rowids, vectors, strict=True) if r in alive]
+            alive = _still_theirs(connection, batch)
+            rows = [(r, v) for r, v in zip(batch, vectors, strict=True) if r in alive]
             spaces.insert_vectors(connection, space.name, rows)
             changes.log_changed(connection, [rowid for rowid, _ in rows])
         written += len(rows)

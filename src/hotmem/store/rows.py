@@ -14,16 +14,27 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from hotmem.embedding.hash_v1 import embed_bytes
+from hotmem.embedding.hash_v1 import MODEL_NAME, embed_bytes
+from hotmem.embedding.vectors import first_not_unit, vector_breach
 from hotmem.errors import StoreError
 from hotmem.fields import canonical_timestamp_breach, format_timestamp, shown, timestamp_or_breach
+from hotmem.store import lexical_index
 
 if TYPE_CHECKING:
     from hotmem.models import Memory
 
-__all__ = ["MEMORY_COLUMNS", "damaged", "memory_from_row", "memory_row", "tags_from_text"]
+__all__ = [
+    "MEMORY_COLUMNS",
+    "damaged",
+    "delete_row",
+    "memory_from_row",
+    "memory_row",
+    "tags_from_text",
+    "unit_breach",
+]
 
 #: The columns ``memory_from_row`` reads, in its order.
 MEMORY_COLUMNS = "memory_id, identifier, fact, importance, tags, created_at"
@@ -33,6 +44,30 @@ def damaged(target: str, memory_id: object, breach: str) -> StoreError:
     """The error for a stored memory whose value breaks what the store guarantees."""
     return StoreError(
         f"store {target!r} holds a damaged memory, memory_id={shown(memory_id)}: {breach}"
+    )
+
+
+def unit_breach(
+    connection: sqlite3.Connection,
+    target: str,
+    rowids: Sequence[int],
+    blob: bytes,
+    width: int,
+    space: str = MODEL_NAME,
+) -> StoreError | None:
+    """The error naming the first memory of ``rowids`` whose vector in ``blob`` (``width``
+    bytes each, in the same order) is not finite and of unit length
+    (``hotmem.embedding.vectors``); ``None`` when every one is."""
+    bad = first_not_unit(blob, width)
+    if bad is None:
+        return None
+    row = connection.execute(
+        "SELECT memory_id FROM memories WHERE rowid = ?", (rowids[bad],)
+    ).fetchone()
+    memory_id = row[0] if row is not None else f"rowid {rowids[bad]}"
+    found = vector_breach(blob[bad * width : (bad + 1) * width])
+    return damaged(
+        target, memory_id, f"expected its {space} vector finite and of unit length, found {found}"
     )
 
 
@@ -47,6 +82,19 @@ def memory_row(memory: Memory) -> tuple[str, str, str, float, str, str, bytes]:
         format_timestamp(memory.created_at),
         embed_bytes(memory.fact),
     )
+
+
+def delete_row(connection: sqlite3.Connection, memory_id: str) -> bool:
+    """Delete the memory ``memory_id`` in the caller's write transaction; whether it existed.
+    The lexical indexes are looked into first (``lexical_index.probe``): a damaged one
+    refuses the delete as it refuses a search, instead of taking more writes.
+
+    Raises:
+        sqlite3.DatabaseError: a lexical index is damaged (the caller's ``sqlerrors`` words it).
+    """
+    lexical_index.probe(connection)
+    cursor = connection.execute("DELETE FROM memories WHERE memory_id = ?", (memory_id,))
+    return cursor.rowcount > 0
 
 
 def tags_from_text(text: object, memory_id: object, target: str) -> tuple[str, ...]:

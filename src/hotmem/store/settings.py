@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.errors import MissingExtraError
-from hotmem.store.spaces import VectorSpace
+from hotmem.store.spaces import VectorSpace, read_spaces
 
-__all__ = ["DEFAULT_PROFILE", "Settings"]
+__all__ = ["DEFAULT_PROFILE", "Settings", "default_spaces"]
 
 _DEFAULT_PROFILE_SQL = "SELECT value FROM hotmem_meta WHERE key = 'default_profile'"
 _DEFAULT_SPACES_SQL = "SELECT value FROM hotmem_meta WHERE key = 'default_profile_spaces'"
@@ -32,6 +32,19 @@ _KEPT_SQL = (
 )
 #: The profile a store searches with until another is made its default.
 DEFAULT_PROFILE = "default"
+
+
+def default_spaces(connection: sqlite3.Connection) -> tuple[str, ...]:
+    """The vector spaces the store's default profile searches, read in the caller's
+    transaction (``()`` when none is recorded, or the value is not a JSON list)."""
+    row = connection.execute(_DEFAULT_SPACES_SQL).fetchone()
+    if row is None:
+        return ()
+    try:
+        names = json.loads(row[0]) if isinstance(row[0], str) else None
+    except (ValueError, RecursionError):
+        names = None
+    return tuple(str(name) for name in names) if isinstance(names, list) else ()
 
 
 class Settings:
@@ -68,11 +81,7 @@ class Settings:
             StoreError: the store cannot be read.
         """
         with self.reading() as connection:
-            row = connection.execute(_DEFAULT_SPACES_SQL).fetchone()
-        if row is None:
-            return ()
-        names = json.loads(row[0])
-        return tuple(str(name) for name in names) if isinstance(names, list) else ()
+            return default_spaces(connection)
 
     def record_default_profile(self, name: str, spaces: Sequence[str]) -> None:
         """Record ``name`` as the store's default profile, which searches ``spaces`` (each
@@ -85,8 +94,13 @@ class Settings:
             StoreError: the store cannot be written.
         """
         for space in spaces:
-            self.space(space)
+            self.space(space)  # the message says how to build it
         with self._writing() as connection:
+            # Again in the write transaction: a space dropped meanwhile is not recorded.
+            kept = {found.name for found in read_spaces(connection)}
+            for space in spaces:
+                if space not in kept:
+                    self.space(space)  # raises ValidationError, which rolls back
             connection.executemany(
                 "INSERT OR REPLACE INTO hotmem_meta (key, value) VALUES (?, ?)",
                 (

@@ -22,8 +22,9 @@ from collections.abc import Callable
 from typing import Literal
 
 from hotmem.errors import StoreError
+from hotmem.fields import shown
 from hotmem.store import changes, lexical_index, schema, spaces
-from hotmem.store.migrations import migrate
+from hotmem.store.migrations import migrate, setup_lock_refusal
 from hotmem.store.sqlerrors import translated
 
 __all__ = [
@@ -60,6 +61,10 @@ def connect(
     target = os.fspath(path)
     if "\x00" in target:
         raise StoreError(f"cannot open store {target!r}: expected a path, found a NUL character")
+    if not target:  # SQLite would open a private temporary database, gone when closed
+        raise StoreError(
+            "cannot open store '': expected a path (or ':memory:'), found an empty string"
+        )
     if target != ":memory:":
         parent = os.path.dirname(os.path.realpath(target))
         if not os.path.isdir(parent):
@@ -186,7 +191,7 @@ def inspect(connection: sqlite3.Connection) -> Inspection:
 
 def _incompatible(target: str, key: str, expected: str, found: str | None) -> StoreError:
     return StoreError(
-        f"store {target!r} is incompatible: expected {key}={expected!r}, found {key}={found!r}"
+        f"store {target!r} is incompatible: expected {key}={expected!r}, found {key}={shown(found)}"
     )
 
 
@@ -194,7 +199,8 @@ def _check_meta(meta: dict[str, str], target: str, *, complete: bool) -> None:
     """Refuse metadata that contradicts this version (``complete``: every key must be there)."""
     found = meta.get("schema_version")
     if found is not None:
-        if not found.isdecimal() or int(found) < 1:
+        # At most 9 digits before int(): a 5,000-digit text passes Python's int() limit.
+        if not (found.isdecimal() and found.isascii()) or len(found) > 9 or int(found) < 1:
             raise _incompatible(target, "schema_version", str(schema.SCHEMA_VERSION), found)
         if int(found) > schema.SCHEMA_VERSION:
             raise StoreError(
@@ -351,7 +357,8 @@ def setup(
     with translated(target, "open", busy_timeout):
         connection.execute("BEGIN")
         try:
-            action = plan(inspect(connection), target)
+            first = inspect(connection)
+            action = plan(first, target)
         finally:
             if connection.in_transaction:  # SQLite may have rolled back after an error
                 connection.execute("COMMIT")
@@ -360,7 +367,8 @@ def setup(
     if action == "ready":
         return
     with translated(target, "set up", busy_timeout):
-        connection.execute("BEGIN IMMEDIATE")
+        with setup_lock_refusal(target, first.meta, busy_timeout):
+            connection.execute("BEGIN IMMEDIATE")
         try:
             found = inspect(connection)
             action = plan(found, target)

@@ -17,6 +17,7 @@ from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.errors import ValidationError
 from hotmem.progress import ProgressCallback
 from hotmem.store import changes, spaces
+from hotmem.store.settings import default_spaces
 from hotmem.store.spaces import REINDEX_BATCH, VectorSpace
 
 __all__ = ["VectorSpaces"]
@@ -188,12 +189,13 @@ class VectorSpaces:
         self.space(name)
         if name == MODEL_NAME:
             raise ValidationError(f"the vector space {MODEL_NAME!r} cannot be dropped")
-        if name in self.default_profile_spaces:
-            raise ValidationError(
-                f"the store's default profile {self.default_profile!r} searches the vector "
-                f"space {name!r}; make another profile the default first "
-                "(hotmem.set_default_profile(store, 'default'))"
-            )
         with self._writing() as connection:
+            # Checked in the write transaction: a default set meanwhile is seen (issue 35).
+            if name in default_spaces(connection):
+                raise ValidationError(
+                    f"the store's default profile {self.default_profile!r} searches the "
+                    f"vector space {name!r}; make another profile the default first "
+                    "(hotmem.set_default_profile(store, 'default'))"
+                )
             spaces.delete_space(connection, name)
             connection.execute(changes.EVERY_MEMORY_CHANGED)

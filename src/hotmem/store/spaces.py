@@ -16,13 +16,16 @@ snapshot package code uses them too). ``VectorSpace`` is public (``hotmem.Vector
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hotmem.embedding.hash_v1 import DIMENSION, DTYPE, HASH_DIGEST, MODEL_NAME
+from hotmem.embedding.hash_v1 import DIMENSION, DTYPE, HASH_DIGEST, MODEL_NAME, embed_bytes
+from hotmem.embedding.vectors import first_not_unit, vector_breach
 from hotmem.errors import StoreError, ValidationError
+from hotmem.fields import shown
 
 if TYPE_CHECKING:
     from hotmem.embedding.registry import Embedder
@@ -30,17 +33,26 @@ if TYPE_CHECKING:
 __all__ = [
     "HASH_SPACE",
     "REINDEX_BATCH",
+    "SPACE_NAME",
     "VectorSpace",
     "delete_space",
+    "hash_problems",
     "insert_packed",
     "insert_vectors",
     "problems",
     "read_spaces",
     "space_of",
     "space_vectors",
+    "unit_problems",
     "vector_count",
     "write_space",
 ]
+
+
+#: What a space's name (its model id) may be: lower-case letters, digits, ``.``, ``_`` and
+#: ``-``, starting with a letter or digit, at most 64 characters. A package names its
+#: members after it, and a profile names it: never a path (``../../etc/passwd``).
+SPACE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,4 +251,60 @@ def problems(connection: sqlite3.Connection) -> tuple[str, ...]:
     )
     for sql, message in checks:
         found += [message.format(*row) for row in connection.execute(sql)]
+    return tuple(found)
+
+
+_UNIT_BATCH = 4096
+_SPACE_ROWS = (
+    "SELECT m.memory_id, v.vector FROM space_vectors AS v JOIN memories AS m "
+    "ON m.rowid = v.memory_rowid WHERE v.space = ? AND typeof(v.vector) = 'blob' "
+    "AND length(v.vector) = ? ORDER BY v.memory_rowid"
+)
+_HASH_ROWS = (
+    "SELECT memory_id, embedding FROM memories WHERE typeof(embedding) = 'blob' "
+    "AND length(embedding) = ? ORDER BY rowid"
+)
+
+
+def hash_problems(connection: sqlite3.Connection) -> tuple[str, ...]:
+    """One line for each memory whose ``hotmem-hash-v1`` vector, finite and of unit length, is
+    not its fact's embedding (recomputed: about 20 µs a memory). Such a vector was written
+    behind the store's back (a unit vector of another text ranks its memory for that text),
+    and a package of the store would not hydrate (hydration recomputes these vectors)."""
+    found = []
+    cursor = connection.execute(
+        "SELECT memory_id, fact, embedding FROM memories WHERE typeof(fact) = 'text' AND "
+        "typeof(embedding) = 'blob' AND length(embedding) = ? ORDER BY rowid",
+        (4 * DIMENSION,),
+    )
+    while batch := cursor.fetchmany(_UNIT_BATCH):
+        for memory_id, fact, vector in batch:
+            if vector != embed_bytes(fact) and first_not_unit(vector, 4 * DIMENSION) is None:
+                found.append(
+                    f"vector space {MODEL_NAME!r}: memory_id={shown(memory_id)} has a vector "
+                    "that is not its fact's embedding"
+                )
+    return tuple(found)
+
+
+def unit_problems(connection: sqlite3.Connection) -> tuple[str, ...]:
+    """One line for each memory whose vector in a space (``hotmem-hash-v1`` included) is not
+    finite and of unit length (``hotmem.embedding.vectors``), naming the memory and the space.
+    A batch of vectors is checked at once; only a batch holding a bad one is looked into."""
+    found = []
+    for space in read_spaces(connection):
+        width = 4 * space.dimension
+        if space.name == MODEL_NAME:
+            cursor = connection.execute(_HASH_ROWS, (width,))
+        else:
+            cursor = connection.execute(_SPACE_ROWS, (space.name, width))
+        while batch := cursor.fetchmany(_UNIT_BATCH):
+            if first_not_unit(b"".join(row[1] for row in batch), width) is None:
+                continue
+            found += [
+                f"vector space {space.name!r}: memory_id={shown(memory_id)} has a vector not "
+                f"finite and of unit length ({vector_breach(vector)})"
+                for memory_id, vector in batch
+                if first_not_unit(vector, width) is not None
+            ]
     return tuple(found)
