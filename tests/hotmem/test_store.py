@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
+from itertools import groupby
 from pathlib import Path
 
 import pytest
@@ -392,7 +394,7 @@ def test_add_stream_is_lazy_and_all_or_nothing_across_batches(store: MemoryStore
         ),
     ],
 )
-@pytest.mark.parametrize("batch_size", [2, 3, 40])
+@pytest.mark.parametrize("batch_size", [1, 2, 3, 40])
 def test_add_stream_names_the_clashing_id_whatever_the_batch(
     store: MemoryStore, batch: list[dict[str, object]], message: str, batch_size: int
 ) -> None:
@@ -424,3 +426,35 @@ def test_add_many_streams_its_input_but_still_returns_every_memory(store: Memory
     added = store.add_many(iter(_memories(25)))
     assert [m.memory_id for m in added] == [f"s-{i:03d}" for i in range(25)]
     assert added[3] == store.get("s-003")
+
+
+def _statements(store: MemoryStore, write: Callable[[], object]) -> list[str]:
+    """The statements ``write`` runs on the store's connection, each once (a trigger's and
+    FTS5's own, which SQLite reports as ``--`` lines or the outer statement again, left out)."""
+    seen: list[str] = []
+    store.connection.set_trace_callback(seen.append)
+    try:
+        write()
+    finally:
+        store.connection.set_trace_callback(None)
+    return [key for key, _ in groupby(s.split(" (")[0] for s in seen if not s.startswith("--"))]
+
+
+def test_one_add_is_one_write_transaction_with_only_the_statements_it_needs(
+    store: MemoryStore,
+) -> None:
+    store.add("the first add reads the spaces before it", identifier="a", memory_id="m-0")
+    spaces = "SELECT name, model_id, digest, dimension, dtype FROM vector_spaces ORDER BY name"
+    insert = "INSERT INTO memories"
+    plain = _statements(store, lambda: store.add("copper spoon", identifier="a", memory_id="m-1"))
+    assert plain == ["BEGIN IMMEDIATE", spaces, insert, "COMMIT"]
+    cjk = _statements(store, lambda: store.add("東京の天気", identifier="a", memory_id="m-2"))
+    assert cjk == ["BEGIN IMMEDIATE", spaces, insert, "INSERT INTO memories_cjk", "COMMIT"]
+    assert store.check_integrity() == ()
+    assert [r.memory_id for r in hotmem.search_memories(store, "東京", limit=1)] == ["m-2"]
+    with pytest.raises(DuplicateMemoryError, match="memory_id='m-1' already exists"):
+        store.add("again", identifier="a", memory_id="m-1")
+    with pytest.raises(ValidationError, match="fact"):
+        store.add("", identifier="a")
+    assert [m.memory_id for m in store] == ["m-0", "m-1", "m-2"]
+    assert store.check_integrity() == ()

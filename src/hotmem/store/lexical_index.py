@@ -10,7 +10,7 @@ migration, a hydration or :func:`rebuild` re-derives them from the facts with th
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Literal
 
 from hotmem.store.fts import cjk_index_text
@@ -47,11 +47,13 @@ def _grams(fact: str) -> str | None:
 
 
 def index_grams(connection: sqlite3.Connection, memories: Iterable[tuple[str, str]]) -> None:
-    """Write the CJK grams of the ``(memory_id, fact)`` pairs just inserted that have any."""
-    rows: Iterator[tuple[str, str]] = (
+    """Write the CJK grams of the ``(memory_id, fact)`` pairs just inserted that have any
+    (no statement at all when none has)."""
+    rows = [
         (grams, memory_id) for memory_id, fact in memories if (grams := _grams(fact)) is not None
-    )
-    connection.executemany(_INSERT_BY_ID, rows)
+    ]
+    if rows:
+        connection.executemany(_INSERT_BY_ID, rows)
 
 
 def _expected(connection: sqlite3.Connection) -> dict[int, str]:
