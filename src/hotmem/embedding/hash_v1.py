@@ -21,20 +21,25 @@ from __future__ import annotations
 
 import math
 import struct
+import sys
 import unicodedata
 from array import array
-from itertools import pairwise, repeat
+from collections.abc import Sequence
+from itertools import chain, pairwise, repeat
 from operator import mul, sub, truediv
+from typing import Any
 
 __all__ = [
     "DIMENSION",
     "DTYPE",
     "HASH_DIGEST",
     "MODEL_NAME",
+    "NUMPY_BATCH",
     "VECTOR_BYTES",
     "bucket_and_sign",
     "embed",
     "embed_bytes",
+    "embed_many_bytes",
     "normalise_text",
     "pack_vector",
     "trigrams",
@@ -174,3 +179,55 @@ def unpack_vector(blob: bytes) -> tuple[float, ...]:
 def embed_bytes(text: str) -> bytes:
     """Embed ``text`` and return the packed little-endian float32 vector."""
     return pack_vector(embed(text))
+
+
+#: Batches at least this large are embedded with numpy even before anything imported it:
+#: numpy's import (about 0.1 s) costs what it saves on a few thousand facts.
+NUMPY_BATCH = 4096
+
+
+def embed_many_bytes(texts: Sequence[str]) -> list[bytes]:
+    """``embed_bytes`` of each text, in order. With numpy (the ``fast`` extra), once it is
+    imported or for a batch of at least ``NUMPY_BATCH`` texts, the batch is counted and
+    normalised at once: the same bytes, bit for bit (``tests/hotmem/test_embed.py`` proves it
+    over random texts); without numpy, :func:`embed_bytes` one text at a time."""
+    if texts and ("numpy" in sys.modules or len(texts) >= NUMPY_BATCH):
+        try:
+            import numpy
+        except ImportError:
+            pass
+        else:
+            return _embed_many_numpy(texts, numpy)
+    return list(map(embed_bytes, texts))
+
+
+def _embed_many_numpy(texts: Sequence[str], np: Any) -> list[bytes]:
+    """:func:`embed` of a batch, with numpy for the counts and the arithmetic.
+
+    The signed slots of every text go into one flat list (the cached slots of its words, then
+    those of its word boundaries), counted by one ``bincount``; the rest is :func:`embed`'s
+    arithmetic on the same values: integer counts and sums of squares (exact), one
+    correctly rounded square root and division in double precision, then one rounding to
+    float32 (``astype``, as ``array("f")``), so every vector has the same bits."""
+    slots: list[int] = []
+    lengths: list[int] = []
+    words_of = _WORD_SLOTS.__getitem__
+    for text in texts:
+        normalised = normalise_text(text)
+        before = len(slots)
+        if normalised:
+            words = normalised.split(" ")
+            slots.extend(chain.from_iterable(map(words_of, words)))
+            slots.extend([_SLOTS[f"{left[-1]} {right[0]}"] for left, right in pairwise(words)])
+        lengths.append(len(slots) - before)
+    count = len(texts)
+    width = 2 * DIMENSION
+    owners = np.repeat(np.arange(count, dtype=np.int64) * width, lengths)
+    flat = owners + np.array(slots, dtype=np.int64)
+    signed = np.bincount(flat, minlength=count * width).reshape(count, width)
+    counts = signed[:, :DIMENSION] - signed[:, DIMENSION:]
+    squared = (counts * counts).sum(axis=1)
+    norms = np.sqrt(squared.astype(np.float64))
+    norms[squared == 0] = 1.0  # the zero vector: 0 / 1 is 0.0, as _ZERO
+    vectors = (counts / norms[:, None]).astype("<f4").tobytes()
+    return [vectors[i : i + VECTOR_BYTES] for i in range(0, len(vectors), VECTOR_BYTES)]

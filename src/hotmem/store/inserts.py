@@ -93,10 +93,10 @@ def batches(items: Iterable[Memory], size: int) -> Iterator[list[Memory]]:
 
 
 def rows_of(batch: list[Memory]) -> list[Row]:
-    """The rows of ``batch``, embedded."""
-    from hotmem.store.rows import memory_row  # the embedding and the row checks, with writes
+    """The rows of ``batch``, embedded (a large batch at once with numpy: ``memory_rows``)."""
+    from hotmem.store.rows import memory_row, memory_rows  # the embedding, with writes
 
-    return list(map(memory_row, batch))
+    return [memory_row(batch[0])] if len(batch) == 1 else memory_rows(batch)
 
 
 def space_rows_of(

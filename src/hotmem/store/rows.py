@@ -14,16 +14,24 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from hotmem.embedding.hash_v1 import embed_bytes
+from hotmem.embedding.hash_v1 import embed_bytes, embed_many_bytes
 from hotmem.errors import StoreError
 from hotmem.fields import canonical_timestamp_breach, format_timestamp, shown, timestamp_or_breach
 
 if TYPE_CHECKING:
     from hotmem.models import Memory
 
-__all__ = ["MEMORY_COLUMNS", "damaged", "memory_from_row", "memory_row", "tags_from_text"]
+__all__ = [
+    "MEMORY_COLUMNS",
+    "damaged",
+    "memory_from_row",
+    "memory_row",
+    "memory_rows",
+    "tags_from_text",
+]
 
 #: The columns ``memory_from_row`` reads, in its order.
 MEMORY_COLUMNS = "memory_id, identifier, fact, importance, tags, created_at"
@@ -36,8 +44,10 @@ def damaged(target: str, memory_id: object, breach: str) -> StoreError:
     )
 
 
-def memory_row(memory: Memory) -> tuple[str, str, str, float, str, str, bytes]:
-    """The row the store inserts for ``memory`` (its vector computed here)."""
+def memory_row(
+    memory: Memory, vector: bytes | None = None
+) -> tuple[str, str, str, float, str, str, bytes]:
+    """The row the store inserts for ``memory`` (its vector computed here unless given)."""
     return (
         memory.memory_id,
         memory.identifier,
@@ -45,8 +55,15 @@ def memory_row(memory: Memory) -> tuple[str, str, str, float, str, str, bytes]:
         memory.importance,
         json.dumps(list(memory.tags), ensure_ascii=False) if memory.tags else "[]",
         format_timestamp(memory.created_at),
-        embed_bytes(memory.fact),
+        embed_bytes(memory.fact) if vector is None else vector,
     )
+
+
+def memory_rows(batch: Sequence[Memory]) -> list[tuple[str, str, str, float, str, str, bytes]]:
+    """The rows of ``batch``, its facts embedded in one call (``embed_many_bytes``: with numpy,
+    a large batch at once; the same bytes either way)."""
+    vectors = embed_many_bytes([memory.fact for memory in batch])
+    return list(map(memory_row, batch, vectors))
 
 
 def tags_from_text(text: object, memory_id: object, target: str) -> tuple[str, ...]:
