@@ -273,7 +273,7 @@ db.close()
 print(cpu)
 """,
     "raw": r"""
-import json, sqlite3, sys, time
+import hashlib, json, sqlite3, sys, time
 from hotmem.embedding.hash_v1 import embed_bytes
 from hotmem.store import schema
 mode, path, source, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -286,11 +286,13 @@ with open(source) as lines:
     if mode.startswith("add"):
         items = [json.loads(line) for _, line in zip(range(count), lines)]
         vectors = [embed_bytes(m["fact"]) for m in items] if given else None
+        # Ids spread over the index as ours (a content hash) and the public's (uuid4) are.
+        ids = [f"mem-{hashlib.sha256(b'%d' % k).hexdigest()[:20]}" for k in range(len(items))]
         start = time.process_time()
         for k, m in enumerate(items):
             vector = vectors[k] if vectors else embed_bytes(m["fact"])
             connection.execute("BEGIN IMMEDIATE")
-            connection.execute(sql, (f"new-{k}", m["identifier"], m["fact"], m["importance"],
+            connection.execute(sql, (ids[k], m["identifier"], m["fact"], m["importance"],
                                      "[]", "2026-01-01T00:00:00.000000Z", vector))
             connection.execute("COMMIT")
     else:
