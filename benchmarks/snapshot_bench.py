@@ -251,6 +251,7 @@ def versus_public(args: argparse.Namespace) -> None:
     here = Path(__file__).resolve().parents[1]
     ours = {**os.environ, "PYTHONPATH": str(here / "src")}
     before = {**os.environ, "PYTHONPATH": str(Path(args.before_src or ".").resolve())}
+    public_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # its own hotmem
     print(
         "| memories | operation | implementation | CPU median (s) | peak added (MiB) | runs (s) |"
     )
@@ -271,7 +272,7 @@ def versus_public(args: argparse.Namespace) -> None:
                     out.write(json.dumps({**record, "created_at": m["created_at"]}) + "\n")
             argv = [args.public_python, "-c", PUBLIC_PACKAGE, str(facts)]
             subprocess.run([*argv, str(directory / "public.db"), str(public)], check=True,
-                           capture_output=True, cwd=directory)  # fmt: skip
+                           capture_output=True, cwd=directory, env=public_env)  # fmt: skip
             target = directory / "t.db"
             runs: list[tuple[str, str, list[str], dict[str, str] | None]] = [
                 ("hydrate", "ours", ["hydrate", str(package), str(target)], ours),
@@ -302,6 +303,7 @@ def versus_public(args: argparse.Namespace) -> None:
                         done = subprocess.run(
                             [args.public_python, "-c", PUBLIC_CHILD, *child[1:]],
                             capture_output=True, text=True, check=True, cwd=directory,
+                            env=public_env,
                         )  # fmt: skip
                         kib, wall, cpu = map(float, done.stdout.split())
                         measured = (kib / 1024, wall, cpu)

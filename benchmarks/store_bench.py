@@ -335,7 +335,8 @@ def write_path(args: argparse.Namespace) -> None:
         before_env = {**os.environ, "PYTHONPATH": str(Path(args.before_src).resolve())}
         runs["ours, before"] = ("ours", sys.executable, before_env)
     if args.public_python:
-        runs["public HotMem 0.2.3"] = ("public", args.public_python, dict(os.environ))
+        public = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # its own hotmem
+        runs["public HotMem 0.2.3"] = ("public", args.public_python, public)
     runs["raw SQLite"] = ("raw", sys.executable, ours_env)
     print("| memories | operation | implementation | CPU median (µs a memory) | runs (s) |")
     print("|---:|---|---|---:|---|")
