@@ -458,3 +458,30 @@ def test_one_add_is_one_write_transaction_with_only_the_statements_it_needs(
         store.add("", identifier="a")
     assert [m.memory_id for m in store] == ["m-0", "m-1", "m-2"]
     assert store.check_integrity() == ()
+
+
+def test_a_long_add_embeds_its_later_batches_at_once_with_the_same_bytes(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("numpy")
+    from hotmem.embedding import hash_v1
+    from hotmem.store import inserts
+
+    monkeypatch.setattr(inserts, "NUMPY_AFTER", 5)
+    batched: list[int] = []
+    numpy_embed = hash_v1._embed_many_numpy
+
+    def counted(texts: list[str], np: object) -> list[bytes]:
+        batched.append(len(texts))
+        return numpy_embed(texts, np)
+
+    monkeypatch.setattr(hash_v1, "_embed_many_numpy", counted)
+    facts = ["Invoices need two approvals.", "東京の会議", "😀 party", "...", "a b c d"] * 4
+    memories = [
+        {"memory_id": f"m-{i:02d}", "identifier": "a", "fact": fact} for i, fact in enumerate(facts)
+    ]
+    assert store.add_stream(memories, batch_size=4) == 20
+    assert batched[-3:] == [4, 4, 4]  # at least the batches after the fifth memory
+    stored = dict(store.connection.execute("SELECT memory_id, embedding FROM memories"))
+    assert stored == {m["memory_id"]: hash_v1.embed_bytes(m["fact"]) for m in memories}
+    assert store.check_integrity() == ()

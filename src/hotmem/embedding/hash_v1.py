@@ -34,7 +34,6 @@ __all__ = [
     "DTYPE",
     "HASH_DIGEST",
     "MODEL_NAME",
-    "NUMPY_BATCH",
     "VECTOR_BYTES",
     "bucket_and_sign",
     "embed",
@@ -181,17 +180,13 @@ def embed_bytes(text: str) -> bytes:
     return pack_vector(embed(text))
 
 
-#: Batches at least this large are embedded with numpy even before anything imported it:
-#: numpy's import (about 0.1 s) costs what it saves on a few thousand facts.
-NUMPY_BATCH = 4096
-
-
-def embed_many_bytes(texts: Sequence[str]) -> list[bytes]:
-    """``embed_bytes`` of each text, in order. With numpy (the ``fast`` extra), once it is
-    imported or for a batch of at least ``NUMPY_BATCH`` texts, the batch is counted and
-    normalised at once: the same bytes, bit for bit (``tests/hotmem/test_embed.py`` proves it
-    over random texts); without numpy, :func:`embed_bytes` one text at a time."""
-    if texts and ("numpy" in sys.modules or len(texts) >= NUMPY_BATCH):
+def embed_many_bytes(texts: Sequence[str], *, may_import: bool = False) -> list[bytes]:
+    """``embed_bytes`` of each text, in order. With numpy (the ``fast`` extra) already
+    imported, or installed and ``may_import``, the batch is counted and normalised at once:
+    the same bytes, bit for bit (``tests/hotmem/test_embed.py`` proves it over random texts);
+    otherwise :func:`embed_bytes` one text at a time. (Importing numpy costs about what its
+    batch embedding saves on tens of thousands of facts: the caller decides.)"""
+    if texts and ("numpy" in sys.modules or may_import):
         try:
             import numpy
         except ImportError:
