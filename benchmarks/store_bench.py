@@ -32,7 +32,8 @@ this machine, not guarantees.
 ``cold_start.py`` says) and raw SQLite: at each size, a store already holding that many heavy
 memories gets ``--adds`` single adds (``store.add``; the public ``hotmem.swap.add_memory``),
 and an empty store ingests a JSONL file of that many memories (``hotmem import``'s own reader
-and ``store.add_stream``; the public ``hotmem.swap.hydrate``). Raw SQLite runs on a copy of
+and ``store.add_stream``, and the API alone: ``json.loads`` of each line into ``add_stream``;
+the public ``hotmem.swap.hydrate``). Raw SQLite runs on a copy of
 our store (same schema, triggers and pragmas): one ``BEGIN IMMEDIATE``, ``INSERT`` and
 ``COMMIT`` per add, with the hash embedding computed and with the vectors given; in bulk,
 ``json.loads``, the embedding and one ``executemany`` with the FTS index built in one
@@ -355,21 +356,22 @@ def _write_path_size(tmp: Path, size: int, runs: dict, args: argparse.Namespace)
     adds["ours"].write_text("".join(json.dumps(m) + "\n" for m in fresh))
     adds["public"].write_text("".join(json.dumps(_public_record(m)) + "\n" for m in fresh))
     prepared = {"ours": tmp / "ours.db", "public": tmp / "public.db"}
-    with hotmem.open_store(prepared["ours"]) as store:
-        store.add_stream(memories)
-    if any(kind == "public" for kind, _, _ in runs.values()):
-        _child(runs["public HotMem 0.2.3"], "bulk", prepared["public"], files["public"], size)
+    if "add" in args.operations:
+        with hotmem.open_store(prepared["ours"]) as store:
+            store.add_stream(memories)
+        if "public HotMem 0.2.3" in runs:
+            _child(runs["public HotMem 0.2.3"], "bulk", prepared["public"], files["public"], size)
     with hotmem.open_store(tmp / "empty.db"):
         pass
     cases = [("add", args.adds, "one add"), ("bulk", size, "bulk, parse + add")]
-    for mode, count, operation in cases:
+    for mode, count, operation in [case for case in cases if case[0] in args.operations]:
         found: dict[str, list[float]] = {}
         for _ in range(args.repeats):
             for name, run in runs.items():
                 kind = run[0]
-                for variant in (
-                    [mode, f"{mode}-given"] if kind == "raw" and mode == "add" else [mode]
-                ):
+                for variant, suffix in _VARIANTS.get((kind, mode), [(mode, "")]):
+                    if variant == "bulk-api" and name != "ours":
+                        continue  # the API path: ours at this commit only
                     data = kind if kind == "public" else "ours"
                     source = (adds if mode == "add" else files)[data]
                     base = (
@@ -378,16 +380,23 @@ def _write_path_size(tmp: Path, size: int, runs: dict, args: argparse.Namespace)
                         else tmp / ("empty.db" if data == "ours" else "none")
                     )
                     copy = tmp / "run.db"
-                    for suffix in ("", "-wal", "-shm"):
-                        Path(f"{copy}{suffix}").unlink(missing_ok=True)
+                    for side in ("", "-wal", "-shm"):
+                        Path(f"{copy}{side}").unlink(missing_ok=True)
                     if base.exists():
                         shutil.copyfile(base, copy)
-                    label = name + (", vectors given" if variant.endswith("-given") else "")
+                    label = name + suffix
                     found.setdefault(label, []).append(_child(run, variant, copy, source, count))
         for label, seconds in found.items():
             median = statistics.median(seconds) / count * 1e6
             shown = ", ".join(f"{s:.3f}" for s in seconds)
             print(f"| {size:,} | {operation} | {label} | {median:,.0f} | {shown} |", flush=True)
+
+
+# (implementation kind, operation) -> the children run, each with its label's suffix.
+_VARIANTS = {
+    ("raw", "add"): [("add", ""), ("add-given", ", vectors given")],
+    ("ours", "bulk"): [("bulk", ", hotmem import"), ("bulk-api", ", json.loads + add_stream")],
+}
 
 
 def _child(
@@ -409,6 +418,7 @@ def main() -> None:
     parser.add_argument("--public-python", help="the public HotMem 0.2.3's interpreter")
     parser.add_argument("--before-src", help="a src directory of our code at another commit")
     parser.add_argument("--adds", type=int, default=500)
+    parser.add_argument("--operations", nargs="+", choices=["add", "bulk"], default=["add", "bulk"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workload", nargs="+", choices=sorted(WORKLOADS), default=["heavy"])
     parser.add_argument("--queries", type=int, default=50)
