@@ -196,14 +196,19 @@ def embed_many_bytes(texts: Sequence[str], *, may_import: bool = False) -> list[
     return list(map(embed_bytes, texts))
 
 
+# The numpy path counts at most this many texts, or this many slots, at a time (a few MB of
+# arrays, whatever the batch).
+_GROUP_TEXTS = 1024
+_GROUP_SLOTS = 1 << 16
+
+
 def _embed_many_numpy(texts: Sequence[str], np: Any) -> list[bytes]:
     """:func:`embed` of a batch, with numpy for the counts and the arithmetic.
 
-    The signed slots of every text go into one flat list (the cached slots of its words, then
-    those of its word boundaries), counted by one ``bincount``; the rest is :func:`embed`'s
-    arithmetic on the same values: integer counts and sums of squares (exact), one
-    correctly rounded square root and division in double precision, then one rounding to
-    float32 (``astype``, as ``array("f")``), so every vector has the same bits."""
+    The signed slots of the texts go into one flat list (the cached slots of each word, then
+    those of its word boundaries), counted a group of texts at a time by one ``bincount``
+    (``_counted``)."""
+    vectors: list[bytes] = []
     slots: list[int] = []
     lengths: list[int] = []
     words_of = _WORD_SLOTS.__getitem__
@@ -215,7 +220,21 @@ def _embed_many_numpy(texts: Sequence[str], np: Any) -> list[bytes]:
             slots.extend(chain.from_iterable(map(words_of, words)))
             slots.extend([_SLOTS[f"{left[-1]} {right[0]}"] for left, right in pairwise(words)])
         lengths.append(len(slots) - before)
-    count = len(texts)
+        if len(lengths) >= _GROUP_TEXTS or len(slots) >= _GROUP_SLOTS:
+            vectors += _counted(slots, lengths, np)
+            slots, lengths = [], []
+    if lengths:
+        vectors += _counted(slots, lengths, np)
+    return vectors
+
+
+def _counted(slots: list[int], lengths: list[int], np: Any) -> list[bytes]:
+    """The packed vectors of a group of texts, ``lengths[k]`` of the ``slots`` being text k's.
+
+    :func:`embed`'s arithmetic on the same values: integer counts and sums of squares (exact),
+    one correctly rounded square root and division in double precision, then one rounding to
+    float32 (``astype``, as ``array("f")``), so every vector has the same bits."""
+    count = len(lengths)
     width = 2 * DIMENSION
     owners = np.repeat(np.arange(count, dtype=np.int64) * width, lengths)
     flat = owners + np.array(slots, dtype=np.int64)
