@@ -180,19 +180,15 @@ def embed_bytes(text: str) -> bytes:
     return pack_vector(embed(text))
 
 
-def embed_many_bytes(texts: Sequence[str], *, may_import: bool = False) -> list[bytes]:
-    """``embed_bytes`` of each text, in order. With numpy (the ``fast`` extra) already
-    imported, or installed and ``may_import``, the batch is counted and normalised at once:
-    the same bytes, bit for bit (``tests/hotmem/test_embed.py`` proves it over random texts);
-    otherwise :func:`embed_bytes` one text at a time. (Importing numpy costs about what its
-    batch embedding saves on tens of thousands of facts: the caller decides.)"""
-    if texts and ("numpy" in sys.modules or may_import):
-        try:
-            import numpy
-        except ImportError:
-            pass
-        else:
-            return _embed_many_numpy(texts, numpy)
+def embed_many_bytes(texts: Sequence[str]) -> list[bytes]:
+    """``embed_bytes`` of each text, in order. Once numpy (the ``fast`` extra) is imported in
+    the process, the batch is counted and normalised at once: the same bytes, bit for bit
+    (``tests/hotmem/test_embed.py`` proves it over random texts); otherwise :func:`embed_bytes`
+    one text at a time. numpy is never imported for this: its import costs about 20 MB of
+    memory and what its batch embedding saves on tens of thousands of facts."""
+    numpy = sys.modules.get("numpy")
+    if texts and numpy is not None:
+        return _embed_many_numpy(texts, numpy)
     return list(map(embed_bytes, texts))
 
 

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ADD_BATCH",
     "BULK_ROWS",
-    "NUMPY_AFTER",
     "SpaceEmbedders",
     "SpaceRows",
     "Tally",
@@ -44,12 +43,6 @@ __all__ = [
 ADD_BATCH = 10_000
 #: Batches at least this large are indexed in one statement.
 BULK_ROWS = 32
-#: Memories an add embeds one at a time before it may import numpy to embed its further
-#: batches at once: the import (about 0.2 s of CPU) costs what the batch embedding saves
-#: (about 8 µs a fact, half the hashing) on some 25,000 facts, a ratio of two
-#: interpreter-bound costs; so a small ingest never pays for it. Once imported, every batch
-#: uses it.
-NUMPY_AFTER = 30_000
 _INSERT_MEMORY = (
     "INSERT INTO memories (memory_id, identifier, fact, importance, tags, created_at, embedding) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -99,14 +92,11 @@ def batches(items: Iterable[Memory], size: int) -> Iterator[list[Memory]]:
         yield batch
 
 
-def rows_of(batch: list[Memory], done: int = 0) -> list[Row]:
-    """The rows of ``batch``, embedded, when ``done`` memories of the add were before it (a
-    batch at once with numpy once imported, or from ``NUMPY_AFTER`` on: ``memory_rows``)."""
+def rows_of(batch: list[Memory]) -> list[Row]:
+    """The rows of ``batch``, embedded (at once with numpy when imported: ``memory_rows``)."""
     from hotmem.store.rows import memory_row, memory_rows  # the embedding, with writes
 
-    if len(batch) == 1:
-        return [memory_row(batch[0])]
-    return memory_rows(batch, may_import=done >= NUMPY_AFTER)
+    return [memory_row(batch[0])] if len(batch) == 1 else memory_rows(batch)
 
 
 def space_rows_of(
@@ -157,7 +147,7 @@ def insert_batches(
         if tally is not None:
             tally.inserted(len(rows))
         batch = next(rest, None)
-        rows = rows_of(batch, count) if batch is not None else []
+        rows = rows_of(batch) if batch is not None else []
         vectors = space_rows_of(batch, embedders, tally) if batch is not None else []
     return count
 

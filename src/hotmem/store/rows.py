@@ -59,12 +59,10 @@ def memory_row(
     )
 
 
-def memory_rows(
-    batch: Sequence[Memory], *, may_import: bool = False
-) -> list[tuple[str, str, str, float, str, str, bytes]]:
-    """The rows of ``batch``, its facts embedded in one call (``embed_many_bytes``, with numpy
-    once imported, or installed and ``may_import``: the same bytes either way)."""
-    vectors = embed_many_bytes([memory.fact for memory in batch], may_import=may_import)
+def memory_rows(batch: Sequence[Memory]) -> list[tuple[str, str, str, float, str, str, bytes]]:
+    """The rows of ``batch``, its facts embedded in one call (``embed_many_bytes``: at once
+    with numpy when the process has it imported; the same bytes either way)."""
+    vectors = embed_many_bytes([memory.fact for memory in batch])
     return list(map(memory_row, batch, vectors))
 
 
