@@ -32,8 +32,9 @@ this machine, not guarantees.
 ``cold_start.py`` says) and raw SQLite: at each size, a store already holding that many heavy
 memories gets ``--adds`` single adds (``store.add``; the public ``hotmem.swap.add_memory``),
 and an empty store ingests a JSONL file of that many memories (``hotmem import``'s own reader
-and ``store.add_stream``, and the API alone: ``json.loads`` of each line into ``add_stream``;
-the public ``hotmem.swap.hydrate``). Raw SQLite runs on a copy of
+and ``store.add_stream``, in a fresh process and in one that has numpy loaded, where the batch
+embedding runs; and the API alone: ``json.loads`` of each line into ``add_stream``; the public
+``hotmem.swap.hydrate``). Raw SQLite runs on a copy of
 our store (same schema, triggers and pragmas): one ``BEGIN IMMEDIATE``, ``INSERT`` and
 ``COMMIT`` per add, with the hash embedding computed and with the vectors given; in bulk,
 ``json.loads``, the embedding and one ``executemany`` with the FTS index built in one
@@ -239,6 +240,9 @@ import json, sys, time
 import hotmem
 from hotmem.cli.memories import jsonl_memories
 mode, path, source, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+if mode.endswith("-numpy"):  # a process that has numpy loaded: the batch embedding
+    import numpy
+    mode = mode.removesuffix("-numpy")
 with hotmem.open_store(path) as store:
     if mode == "add":
         with open(source) as lines:
@@ -370,7 +374,7 @@ def _write_path_size(tmp: Path, size: int, runs: dict, args: argparse.Namespace)
             for name, run in runs.items():
                 kind = run[0]
                 for variant, suffix in _VARIANTS.get((kind, mode), [(mode, "")]):
-                    if variant == "bulk-api" and name != "ours":
+                    if variant != "bulk" and name != "ours":
                         continue  # the API path: ours at this commit only
                     data = kind if kind == "public" else "ours"
                     source = (adds if mode == "add" else files)[data]
@@ -395,7 +399,11 @@ def _write_path_size(tmp: Path, size: int, runs: dict, args: argparse.Namespace)
 # (implementation kind, operation) -> the children run, each with its label's suffix.
 _VARIANTS = {
     ("raw", "add"): [("add", ""), ("add-given", ", vectors given")],
-    ("ours", "bulk"): [("bulk", ", hotmem import"), ("bulk-api", ", json.loads + add_stream")],
+    ("ours", "bulk"): [
+        ("bulk", ", hotmem import"),
+        ("bulk-numpy", ", hotmem import, numpy loaded"),
+        ("bulk-api", ", json.loads + add_stream"),
+    ],
 }
 
 
