@@ -29,6 +29,19 @@ inserts them too.
 ``--compression`` prints instead the bytes and deflate speeds of the records and vectors at
 each deflate level (the measurement behind the format's choice of levels).
 
+``--public-python`` (the public HotMem 0.2.3's interpreter, in a virtualenv outside this
+repository, as ``cold_start.py`` says) prints instead hydrate and verify against it, in CPU
+time: at each size, our package of the memories and the public HotMem's v2 package of the
+same memories (its ``hotmem.snapshot.snapshot``) are made once; then each run is a fresh
+child process timed with ``time.process_time`` around the operation alone, the runs
+interleaved ``--repeats`` times, and the medians reported with the peak resident memory the
+operation added (``VmHWM`` minus ``VmRSS`` before). Ours: ``hotmem.hydrate`` into a new file,
+``hotmem.verify_snapshot`` and ``verify_snapshot(digests_only=True)``; the public HotMem:
+``hotmem.snapshot.hydrate`` into a new ``MemoryDB`` and ``hotmem.snapshot.reader.
+verify_manifest`` (its verify: sizes and SHA-256s of the members); raw SQLite: ``raw_load``
+of our rows (read from the store before the clock starts). ``--before-src`` adds our code at
+another commit (a ``src`` directory), run with it first on ``PYTHONPATH``.
+
 Figures are local diagnostics for this machine, not guarantees.
 """
 
@@ -37,6 +50,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -141,17 +155,21 @@ def raw_load(rows: list[tuple], path: Path, space_rows: list[tuple] | None = Non
     connection.close()
 
 
-def child_peak(operation: str, *paths: Path) -> tuple[float, float]:
-    """Peak resident MiB an operation adds, and its seconds, measured in a fresh process
-    (which loads any embedder the operation needs: hydrate with a carried space does)."""
+def child_peak(
+    operation: str, *paths: Path, env: dict[str, str] | None = None
+) -> tuple[float, float, float]:
+    """Peak resident MiB an operation adds, its seconds and its CPU seconds, measured in a
+    fresh process (which loads any embedder the operation needs: hydrate with a carried space
+    does); ``env``: the child's environment."""
     completed = subprocess.run(
         [sys.executable, __file__, "--child", operation, *map(str, paths)],
         capture_output=True,
         text=True,
         check=True,
+        env=env,
     )
-    kib, seconds = completed.stdout.split()
-    return float(kib) / 1024, float(seconds)
+    kib, seconds, cpu = completed.stdout.split()
+    return float(kib) / 1024, float(seconds), float(cpu)
 
 
 def _status_kib(field: str) -> int:
@@ -166,17 +184,141 @@ def _status_kib(field: str) -> int:
 def run_child(operation: str, paths: list[str]) -> None:
     """In a child process: run one operation, print the peak RSS it added (KiB) and its
     seconds."""
+    rows: list[tuple] = []
+    if operation == "raw":  # the rows, read before the clock starts
+        with hotmem.open_store(paths[0]) as store:
+            rows = store.connection.execute(
+                "SELECT memory_id, identifier, fact, importance, tags, created_at, embedding "
+                "FROM memories ORDER BY memory_id"
+            ).fetchall()
     before = _status_kib("VmRSS")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     if operation == "snapshot":
         with hotmem.open_store(paths[0]) as store:
             store.snapshot(paths[1], overwrite=True)
-    elif operation == "verify":
-        hotmem.verify_snapshot(paths[0])
+    elif operation.startswith("verify"):
+        options = {"digests_only": True} if operation == "verify-digests" else {}
+        if not hotmem.verify_snapshot(paths[0], **options).ok:
+            raise RuntimeError(f"{paths[0]} did not verify")
+    elif operation == "raw":
+        raw_load(rows, Path(paths[1]))
     else:
         Path(paths[1]).unlink(missing_ok=True)
         hotmem.hydrate(paths[0], paths[1])
-    print(_status_kib("VmHWM") - before, time.perf_counter() - start)
+    cpu = time.process_time() - cpu
+    print(_status_kib("VmHWM") - before, time.perf_counter() - start, cpu)
+
+
+# Run by the public HotMem's interpreter: argv = operation, package directory, target.
+PUBLIC_CHILD = """
+import sys, time
+from hotmem.db import MemoryDB
+from hotmem.snapshot import hydrate
+from hotmem.snapshot.reader import verify_manifest
+def status(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+operation, package, target = sys.argv[1:4]
+before = status("VmRSS")
+start, cpu = time.perf_counter(), time.process_time()
+if operation == "hydrate":
+    db = MemoryDB(target)
+    loaded = hydrate(db, package).loaded
+    db.close()
+else:
+    verify_manifest(package)
+cpu = time.process_time() - cpu
+print(status("VmHWM") - before, time.perf_counter() - start, cpu)
+"""
+
+# Run by the public HotMem's interpreter: load the facts (JSONL), write its v2 package.
+PUBLIC_PACKAGE = """
+import sys
+from hotmem.db import MemoryDB
+from hotmem.snapshot import snapshot
+from hotmem.swap import hydrate
+facts, store, package = sys.argv[1:4]
+db = MemoryDB(store)
+hydrate(db, facts)
+snapshot(db, package)
+db.close()
+"""
+
+
+def versus_public(args: argparse.Namespace) -> None:
+    """The ``--public-python`` table: hydrate and verify, ours against the public HotMem."""
+    here = Path(__file__).resolve().parents[1]
+    ours = {**os.environ, "PYTHONPATH": str(here / "src")}
+    before = {**os.environ, "PYTHONPATH": str(Path(args.before_src or ".").resolve())}
+    public_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # its own hotmem
+    print(
+        "| memories | operation | implementation | CPU median (s) | peak added (MiB) | runs (s) |"
+    )
+    print("|---:|---|---|---:|---:|---|")
+    for size in args.sizes:
+        memories = memories_with_distinct_times(size)
+        with tempfile.TemporaryDirectory() as tmp:
+            directory = Path(tmp)
+            source, package = directory / "s.db", directory / "p.zip"
+            with hotmem.open_store(source) as store:
+                store.add_many(memories)
+                store.snapshot(package)
+            facts, public = directory / "public.jsonl", directory / "public-package"
+            with facts.open("w") as out:
+                for m in memories:
+                    record = {"id": m["memory_id"], "identifier": m["identifier"]}
+                    record |= {"fact_text": m["fact"], "importance": m["importance"]}
+                    out.write(json.dumps({**record, "created_at": m["created_at"]}) + "\n")
+            argv = [args.public_python, "-c", PUBLIC_PACKAGE, str(facts)]
+            subprocess.run([*argv, str(directory / "public.db"), str(public)], check=True,
+                           capture_output=True, cwd=directory, env=public_env)  # fmt: skip
+            target = directory / "t.db"
+            runs: list[tuple[str, str, list[str], dict[str, str] | None]] = [
+                ("hydrate", "ours", ["hydrate", str(package), str(target)], ours),
+                ("hydrate", "raw SQLite load", ["raw", str(source), str(target)], ours),
+                ("verify", "ours, every record", ["verify", str(package)], ours),
+                ("verify", "ours, --digests-only", ["verify-digests", str(package)], ours),
+            ]
+            if args.before_src:
+                runs.insert(1, ("hydrate", "ours, before", ["hydrate", *runs[0][2][1:]], before))
+                runs.append(
+                    ("verify", "ours, before, every record", ["verify", str(package)], before)
+                )
+            runs += [
+                (
+                    "hydrate",
+                    "public HotMem 0.2.3",
+                    ["public", "hydrate", str(public), str(target)],
+                    None,
+                ),
+                ("verify", "public HotMem 0.2.3", ["public", "verify", str(public), "-"], None),
+            ]
+            found: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+            for _ in range(args.repeats):
+                for operation, name, child, env in runs:
+                    for leftover in (target, Path(f"{target}-wal"), Path(f"{target}-shm")):
+                        leftover.unlink(missing_ok=True)
+                    if child[0] == "public":
+                        done = subprocess.run(
+                            [args.public_python, "-c", PUBLIC_CHILD, *child[1:]],
+                            capture_output=True, text=True, check=True, cwd=directory,
+                            env=public_env,
+                        )  # fmt: skip
+                        kib, wall, cpu = map(float, done.stdout.split())
+                        measured = (kib / 1024, wall, cpu)
+                    else:
+                        measured = child_peak(child[0], *map(Path, child[1:]), env=env)
+                    found.setdefault((operation, name), []).append(measured)
+            for (operation, name), results in found.items():
+                cpus = [cpu for _, _, cpu in results]
+                peak = statistics.median(mib for mib, _, _ in results)
+                shown = ", ".join(f"{cpu:.3f}" for cpu in cpus)
+                print(
+                    f"| {size:,} | {operation} | {name} | {statistics.median(cpus):.3f} "
+                    f"| {peak:.1f} | {shown} |",
+                    flush=True,
+                )
 
 
 def cold_start(argv: list[str], repeats: int, pycache: Path) -> float:
@@ -307,9 +449,14 @@ def main() -> None:
         help="give the store the semantic space too (synthesised vectors; the semantic extra)",
     )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--public-python", help="hydrate and verify against the public HotMem")
+    parser.add_argument("--before-src", help="with --public-python: our src at another commit")
     args = parser.parse_args()
     if args.child:
         run_child(args.child[0], args.child[1:])
+        return
+    if args.public_python:
+        versus_public(args)
         return
     if args.compression:
         compression_table(args.sizes[-1], args.repeats)

@@ -26,12 +26,31 @@ the same vectors with top 5 (``numpy scan``), and raw SQLite loading the same ro
 (``executemany`` into the HotMem tables, then one FTS5 index build), as rows/s. Ingest is
 broken down into validation, hash-v1 embedding and SQLite. Figures are local diagnostics for
 this machine, not guarantees.
+
+``--write-path`` measures the write path instead, against the public HotMem 0.2.3
+(``--public-python``, its interpreter in a virtualenv outside this repository, as
+``cold_start.py`` says) and raw SQLite: at each size, a store already holding that many heavy
+memories gets ``--adds`` single adds (``store.add``; the public ``hotmem.swap.add_memory``),
+timed after one untimed add (lazy imports and first statements),
+and an empty store ingests a JSONL file of that many memories (``hotmem import``'s own reader
+and ``store.add_stream``, in a fresh process and in one that has numpy loaded, where the batch
+embedding runs; and the API alone: ``json.loads`` of each line into ``add_stream``; the public
+``hotmem.swap.hydrate``). Raw SQLite runs on a copy of
+our store (same schema, triggers and pragmas): one ``BEGIN IMMEDIATE``, ``INSERT`` and
+``COMMIT`` per add, with the hash embedding computed and with the vectors given; in bulk,
+``json.loads``, the embedding and one ``executemany`` with the FTS index built in one
+statement. ``--before-src`` adds our code at another commit (a ``src`` directory, e.g. from
+``git archive``), run with it first on ``PYTHONPATH``. Every run is a fresh child process on a
+fresh copy of the prepared store, timed with ``time.process_time`` around the operation alone;
+the runs are interleaved (each implementation once, ``--repeats`` times) and the medians are
+reported.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -214,15 +233,218 @@ def bench(workload: str, size: int, query_count: int, accelerators: list[str]) -
             )
 
 
+# Run by each implementation's interpreter: argv = mode ("add" or "bulk"), the store, the
+# memories (JSONL, in that implementation's fields), how many to add; prints the CPU seconds.
+WRITE_CHILDREN = {
+    "ours": r"""
+import json, sys, time
+import hotmem
+from hotmem.cli.memories import jsonl_memories
+mode, path, source, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+if mode.endswith("-numpy"):  # a process that has numpy loaded: the batch embedding
+    import numpy
+    mode = mode.removesuffix("-numpy")
+with hotmem.open_store(path) as store:
+    if mode == "add":
+        with open(source) as lines:
+            items = [json.loads(line) for _, line in zip(range(count + 1), lines)]
+        for m in [items.pop()]:  # one untimed add first: lazy imports, first statements
+            store.add(m["fact"], identifier=m["identifier"], importance=m["importance"])
+        start = time.process_time()
+        for m in items:
+            store.add(m["fact"], identifier=m["identifier"], importance=m["importance"])
+    else:
+        start = time.process_time()
+        store.add_stream(jsonl_memories(source, []))
+    cpu = time.process_time() - start
+    assert len(store) >= count
+print(cpu)
+""",
+    "public": r"""
+import json, sys, time
+from hotmem.db import MemoryDB
+from hotmem.swap import add_memory, hydrate
+mode, path, source, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+db = MemoryDB(path)
+if mode == "add":
+    with open(source) as lines:
+        items = [json.loads(line) for _, line in zip(range(count + 1), lines)]
+    for m in [items.pop()]:  # one untimed add first, as ours
+        add_memory(db, m["identifier"], m["fact_text"], importance=m["importance"])
+    start = time.process_time()
+    for m in items:
+        add_memory(db, m["identifier"], m["fact_text"], importance=m["importance"])
+else:
+    start = time.process_time()
+    hydrate(db, source)
+cpu = time.process_time() - start
+assert db.count() >= count
+db.close()
+print(cpu)
+""",
+    "raw": r"""
+import hashlib, json, sqlite3, sys, time
+from hotmem.embedding.hash_v1 import embed_bytes
+from hotmem.store import schema
+mode, path, source, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+given = mode.endswith("-given")
+sql = ("INSERT INTO memories (memory_id, identifier, fact, importance, tags, created_at, "
+       "embedding) VALUES (?, ?, ?, ?, ?, ?, ?)")
+connection = sqlite3.connect(path, isolation_level=None)
+connection.execute("PRAGMA synchronous = NORMAL")
+with open(source) as lines:
+    if mode.startswith("add"):
+        items = [json.loads(line) for _, line in zip(range(count + 1), lines)]
+        vectors = [embed_bytes(m["fact"]) for m in items] if given else None
+        # Ids spread over the index as ours (a content hash) and the public's (uuid4) are.
+        ids = [f"mem-{hashlib.sha256(b'%d' % k).hexdigest()[:20]}" for k in range(len(items))]
+        def add(k, m):
+            vector = vectors[k] if vectors else embed_bytes(m["fact"])
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute(sql, (ids[k], m["identifier"], m["fact"], m["importance"],
+                                     "[]", "2026-01-01T00:00:00.000000Z", vector))
+            connection.execute("COMMIT")
+        add(count, items.pop())  # one untimed add first, as ours
+        start = time.process_time()
+        for k, m in enumerate(items):
+            add(k, m)
+    else:
+        start = time.process_time()
+        rows = []
+        for line in lines:
+            m = json.loads(line)
+            rows.append((m["memory_id"], m["identifier"], m["fact"], m["importance"], "[]",
+                         m["created_at"], embed_bytes(m["fact"])))
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute(schema.DEFER_FTS, (0,))
+        connection.executemany(sql, rows)
+        connection.execute(schema.INDEX_ROWS_AFTER, (0,))
+        connection.execute(schema.RESUME_FTS)
+        connection.execute("COMMIT")
+cpu = time.process_time() - start
+connection.close()
+print(cpu)
+""",
+}
+
+
+def _public_record(m: dict) -> dict:
+    return {
+        "id": m["memory_id"],
+        "identifier": m["identifier"],
+        "fact_text": m["fact"],
+        "importance": m["importance"],
+        "created_at": m["created_at"],
+        "source": "bench",
+    }
+
+
+def write_path(args: argparse.Namespace) -> None:
+    """The ``--write-path`` tables: single adds and bulk ingest, every implementation."""
+    here = Path(__file__).resolve().parents[1]
+    ours_env = {**os.environ, "PYTHONPATH": str(here / "src")}
+    runs: dict[str, tuple[str, str, dict[str, str]]] = {"ours": ("ours", sys.executable, ours_env)}
+    if args.before_src:
+        before_env = {**os.environ, "PYTHONPATH": str(Path(args.before_src).resolve())}
+        runs["ours, before"] = ("ours", sys.executable, before_env)
+    if args.public_python:
+        public = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # its own hotmem
+        runs["public HotMem 0.2.3"] = ("public", args.public_python, public)
+    runs["raw SQLite"] = ("raw", sys.executable, ours_env)
+    print("| memories | operation | implementation | CPU median (µs a memory) | runs (s) |")
+    print("|---:|---|---|---:|---|")
+    for size in args.sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            _write_path_size(Path(tmp), size, runs, args)
+
+
+def _write_path_size(tmp: Path, size: int, runs: dict, args: argparse.Namespace) -> None:
+    memories = heavy_memories(size)
+    fresh = heavy_memories(args.adds + 1, seed=99)  # and one untimed add first
+    files = {"ours": tmp / "ours.jsonl", "public": tmp / "public.jsonl"}
+    for kind, rows in (("ours", memories), ("public", list(map(_public_record, memories)))):
+        files[kind].write_text("".join(json.dumps(r) + "\n" for r in rows))
+    adds = {"ours": tmp / "adds.jsonl", "public": tmp / "public-adds.jsonl"}
+    adds["ours"].write_text("".join(json.dumps(m) + "\n" for m in fresh))
+    adds["public"].write_text("".join(json.dumps(_public_record(m)) + "\n" for m in fresh))
+    prepared = {"ours": tmp / "ours.db", "public": tmp / "public.db"}
+    if "add" in args.operations:
+        with hotmem.open_store(prepared["ours"]) as store:
+            store.add_stream(memories)
+        if "public HotMem 0.2.3" in runs:
+            _child(runs["public HotMem 0.2.3"], "bulk", prepared["public"], files["public"], size)
+    with hotmem.open_store(tmp / "empty.db"):
+        pass
+    cases = [("add", args.adds, "one add"), ("bulk", size, "bulk, parse + add")]
+    for mode, count, operation in [case for case in cases if case[0] in args.operations]:
+        found: dict[str, list[float]] = {}
+        for _ in range(args.repeats):
+            for name, run in runs.items():
+                kind = run[0]
+                for variant, suffix in _VARIANTS.get((kind, mode), [(mode, "")]):
+                    if variant in ("bulk-numpy", "bulk-api") and name != "ours":
+                        continue  # ours at this commit only
+                    data = kind if kind == "public" else "ours"
+                    source = (adds if mode == "add" else files)[data]
+                    base = (
+                        prepared[data]
+                        if mode == "add"
+                        else tmp / ("empty.db" if data == "ours" else "none")
+                    )
+                    copy = tmp / "run.db"
+                    for side in ("", "-wal", "-shm"):
+                        Path(f"{copy}{side}").unlink(missing_ok=True)
+                    if base.exists():
+                        shutil.copyfile(base, copy)
+                    label = name + suffix
+                    found.setdefault(label, []).append(_child(run, variant, copy, source, count))
+        for label, seconds in found.items():
+            median = statistics.median(seconds) / count * 1e6
+            shown = ", ".join(f"{s:.3f}" for s in seconds)
+            print(f"| {size:,} | {operation} | {label} | {median:,.0f} | {shown} |", flush=True)
+
+
+# (implementation kind, operation) -> the children run, each with its label's suffix.
+_VARIANTS = {
+    ("raw", "add"): [("add", ""), ("add-given", ", vectors given")],
+    ("ours", "bulk"): [
+        ("bulk", ", hotmem import"),
+        ("bulk-numpy", ", hotmem import, numpy loaded"),
+        ("bulk-api", ", json.loads + add_stream"),
+    ],
+}
+
+
+def _child(
+    run: tuple[str, str, dict[str, str]], mode: str, path: Path, source: Path, count: int
+) -> float:
+    kind, python, env = run
+    argv = [python, "-c", WRITE_CHILDREN[kind], mode, str(path), str(source), str(count)]
+    # The public HotMem's tracer writes a JSON line to stderr for every fact: captured.
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=path.parent)
+    if done.returncode != 0:
+        raise RuntimeError(f"{kind} {mode} failed:\n{done.stderr[-3000:]}")
+    return float(done.stdout.split()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--write-path", action="store_true", help="adds and bulk ingest instead")
+    parser.add_argument("--public-python", help="the public HotMem 0.2.3's interpreter")
+    parser.add_argument("--before-src", help="a src directory of our code at another commit")
+    parser.add_argument("--adds", type=int, default=500)
+    parser.add_argument("--operations", nargs="+", choices=["add", "bulk"], default=["add", "bulk"])
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workload", nargs="+", choices=sorted(WORKLOADS), default=["heavy"])
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument(
         "--accelerators", nargs="+", choices=["off", "numpy", "auto"], default=["off", "numpy"]
     )
     args = parser.parse_args()
+    if args.write_path:
+        write_path(args)
+        return
     print(
         "| workload | memories | lexical match | accelerator | ingest (memories/s) "
         "| first search, full load (ms) | first search, from image (ms) "

@@ -157,26 +157,32 @@ def timestamp_or_breach(value: object, *, field: str = "created_at") -> datetime
     """``value`` (an aware datetime, or ISO-8601 text with an offset) as aware UTC, or why not."""
     from datetime import UTC, datetime  # here: a search reads no timestamp
 
-    given = f"{field}={shown(value)}"
+    def given() -> str:  # only once there is a breach to describe (shown() costs)
+        return f"{field}={shown(value)}"
+
     moment = value
     if isinstance(value, str):
         try:
             moment = datetime.fromisoformat(value)
         except ValueError:
-            return Breach(f"{field} as ISO-8601 text such as {_EXAMPLE}", given)
+            expected = f"{field} as ISO-8601 text such as {_EXAMPLE}"
+            return Breach(expected, given())
     if not isinstance(moment, datetime):
         expected = f"{field} as a datetime or ISO-8601 text such as {_EXAMPLE}"
         return Breach(expected, _found(value))
     try:
         offset = moment.utcoffset()
     except (ValueError, TypeError, OverflowError) as exc:  # a tzinfo answering nonsense
-        return Breach(f"{field} with a valid timezone such as {_EXAMPLE}", f"{given} ({exc})")
+        expected = f"{field} with a valid timezone such as {_EXAMPLE}"
+        return Breach(expected, f"{given()} ({exc})")
     if offset is None:
-        return Breach(f"{field} with a timezone such as {_EXAMPLE}", f"{given} (no timezone)")
+        expected = f"{field} with a timezone such as {_EXAMPLE}"
+        return Breach(expected, f"{given()} (no timezone)")
     try:
         return moment.astimezone(UTC)
     except (OverflowError, ValueError):  # 0001-01-01T00:00:00+01:00 is before year 1 in UTC
-        return Breach(f"{field} within years 1..9999 once converted to UTC", given)
+        expected = f"{field} within years 1..9999 once converted to UTC"
+        return Breach(expected, given())
 
 
 def _created_at(value: object) -> Breach | None:

@@ -32,7 +32,7 @@ ARGUMENTS = {
     "reindex": ["--space", "hotmem-hash-v1"],
     "delete": ["m-1"],
     "snapshot": ["out.hotmem"],
-    "verify": ["p.hotmem"],
+    "verify": ["p.hotmem", "--digests-only"],
     "hydrate": ["p.hotmem"],
     "mcp": ["--files", "files"],
     "list": [],

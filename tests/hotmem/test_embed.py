@@ -17,6 +17,7 @@ from hotmem.embedding.hash_v1 import (
     bucket_and_sign,
     embed,
     embed_bytes,
+    embed_many_bytes,
     normalise_text,
     pack_vector,
     trigrams,
@@ -121,3 +122,31 @@ def test_embed_matches_the_documented_rule(text: str) -> None:
     assert vector == reference_embed(text)
     norm = math.sqrt(sum(x * x for x in vector))
     assert norm == 0.0 or abs(norm - 1.0) < 1e-6
+
+
+# Texts of every kind: any Unicode (CJK, emoji, marks, separators), blank or punctuation only,
+# repeated words (the word caches), long ones (many boundaries).
+TEXTS = st.one_of(
+    st.text(max_size=60),
+    st.text(alphabet=st.sampled_from("ab 東京の 😀-\u0301\t.A"), max_size=40),
+    st.lists(st.sampled_from(["invoice", "Invoices", "東京", "😀", "", "a"]), max_size=400).map(
+        " ".join
+    ),
+)
+
+
+@given(st.lists(TEXTS, max_size=30))
+@example([])
+@example([""])
+@example(["", " ", "...", "😀"])
+@example(["same words", "same words", "same  WORDS"])
+@example(["word " * 2000])
+@example(["a"] * 1100)  # more texts than one numpy group
+@example(["invoice approvals " * 300] * 30)  # more slots than one numpy group
+def test_the_numpy_batch_embedding_is_bit_identical_to_one_at_a_time(texts: list[str]) -> None:
+    numpy = pytest.importorskip("numpy")
+    from hotmem.embedding.hash_v1 import _embed_many_numpy
+
+    one_at_a_time = [embed_bytes(text) for text in texts]
+    assert _embed_many_numpy(texts, numpy) == one_at_a_time
+    assert embed_many_bytes(texts) == one_at_a_time  # numpy imported: the batch path

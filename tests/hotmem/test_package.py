@@ -23,6 +23,8 @@ PROBE = textwrap.dedent(
         # accelerator="off": numpy, when installed, is the one module a search may load.
         with hotmem.open_store(pathlib.Path(tmp) / "s.db", accelerator="off") as store:
             store.add("Invoices need two approvals.", identifier="acme")
+            # A bulk add never imports numpy for its batch embedding.
+            store.add_stream({"fact": f"Fact {i}.", "identifier": "x"} for i in range(100))
             hotmem.search_memories(store, "invoice approvals", identifier="acme")
             hotmem.explain(store, "invoice", store.get(next(iter(store)).memory_id).memory_id)
             store.snapshot(pathlib.Path(tmp) / "s.zip")

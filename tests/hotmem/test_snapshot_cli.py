@@ -44,6 +44,12 @@ def test_snapshot_verify_hydrate(
     size = (tmp_path / "p.zip").stat().st_size
     assert out == f"wrote 2 memories to p.zip ({size} bytes, content digest {digest})\n"
     assert run(capsys, "verify", "p.zip") == (0, f"ok: 2 memories, content digest {digest}\n", "")
+    weaker = "ok (digests only: records not parsed): 2 memories"
+    assert run(capsys, "verify", "p.zip", "--digests-only") == (
+        0,
+        f"{weaker}, content digest {digest}\n",
+        "",
+    )
     code, out, err = run(capsys, "hydrate", "p.zip", "--db", "target.db")
     assert (code, out, err) == (
         0,
@@ -90,6 +96,18 @@ def test_verify_reports_every_problem_and_exits_1(
     code, out, _ = run(capsys, "verify", "bad.zip", "--json")
     assert code == 1
     assert json.loads(out) == report.to_dict()
+    code, out, _ = run(capsys, "verify", "bad.zip", "--digests-only", "--json")
+    assert code == 1
+    assert json.loads(out) == hotmem.verify_snapshot("bad.zip", digests_only=True).to_dict()
+
+
+def test_digests_only_and_recompute_vectors_exclude_each_other(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["verify", "p.zip", "--digests-only", "--recompute-vectors"])
+    assert exited.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -382,3 +382,36 @@ def test_recomputing_vectors_hydrates_an_honest_package_the_same(
     report = hotmem.hydrate(package, tmp_path / "recomputed.db", recompute_vectors=True)
     assert report.record_count == 5
     assert dump(tmp_path / "recomputed.db") == dump(tmp_path / "plain.db")
+
+
+def test_cjk_grams_are_derived_chunk_by_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hotmem.store import lexical_index
+    from hotmem.store.fts import cjk_index_text
+
+    facts = [
+        "Plain ASCII, no grams.",
+        "Another plain fact.",  # an all-ASCII chunk: checked once, no gram derived
+        "東京の会議は九時です。",
+        "Le café est servi à 9h.",  # not ASCII, but no CJK letter
+        "Deploys freeze on Fridays.",
+        "北京 office notes",
+    ]
+    with monkeypatch.context() as patch, hotmem.open_store(tmp_path / "source.db") as store:
+        patch.setattr(fmt, "CHUNK_RECORDS", 2)
+        store.add_many(
+            {"memory_id": f"m-{i}", "identifier": "acme", "fact": fact}
+            for i, fact in enumerate(facts)
+        )
+        store.snapshot(tmp_path / "p.zip")
+    hotmem.hydrate(tmp_path / "p.zip", tmp_path / "target.db")
+    with hotmem.open_store(tmp_path / "target.db") as store, store.reading() as connection:
+        grams = connection.execute("SELECT rowid, grams FROM memories_cjk ORDER BY rowid")
+        assert grams.fetchall() == [(3, cjk_index_text(facts[2])), (6, cjk_index_text(facts[5]))]
+        assert lexical_index.differences(connection) == ()
+        assert store.check_integrity() == ()
+        assert [r.memory_id for r in hotmem.search_memories(store, "東京", limit=1)] == ["m-2"]
+        assert [r.memory_id for r in hotmem.search_memories(store, "北京", limit=1)] == ["m-5"]
+    assert lexical_index.chunk_grams(7, ["ascii", "only"]) == []
+    assert lexical_index.chunk_grams(7, ["ascii", "東京"]) == [(8, cjk_index_text("東京"))]

@@ -302,7 +302,41 @@ def test_a_lie_about_the_digest_names_both_digests(good: Path, tmp_path: Path) -
     assert problem.found == hashlib.sha256(members[R0]).hexdigest()
 
 
-def test_every_flipped_byte_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+# The checks that need the records or vectors parsed, which ``digests_only`` leaves out (with
+# a member's record count, which needs its lines counted; the manifest's own sum stays).
+PARSED_CHECKS = {"record", "json", "duplicate-id", "order", "vector", "limit", "more-problems"}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_digests_only_reports_every_problem_but_those_of_the_parsed_records(
+    good: Path, tmp_path: Path, case: str
+) -> None:
+    edit, expected = CASES[case]
+    package = write_members(tmp_path / "bad.zip", edit(read_members(good)))
+    report = hotmem.verify_snapshot(package, digests_only=True)
+    of_the_bytes = [
+        (location, check)
+        for location, check in expected
+        if check not in PARSED_CHECKS and not (check == "record-count" and location != MANIFEST)
+    ]
+    assert [(p.location, p.check) for p in report.problems] == of_the_bytes
+    assert report.digests_only
+    assert report.ok == (not of_the_bytes)  # a forged manifest of invalid records passes
+
+
+def test_digests_only_checks_the_bytes_of_a_good_package(good: Path) -> None:
+    full, quick = hotmem.verify_snapshot(good), hotmem.verify_snapshot(good, digests_only=True)
+    assert quick.ok
+    assert (quick.record_count, quick.content_digest) == (7, full.content_digest)
+    assert quick.to_dict() == {**full.to_dict(), "digests_only": True}
+    with pytest.raises(hotmem.ValidationError, match="not with digests_only"):
+        hotmem.verify_snapshot(good, digests_only=True, recompute_vectors=True)
+
+
+@pytest.mark.parametrize("digests_only", [False, True])
+def test_every_flipped_byte_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, digests_only: bool
+) -> None:
     monkeypatch.setattr(fmt, "CHUNK_RECORDS", 2)
     with hotmem.open_store(tmp_path / "s.db") as store:
         store.add_many(MEMORIES[:3])
@@ -314,7 +348,7 @@ def test_every_flipped_byte_is_caught(tmp_path: Path, monkeypatch: pytest.Monkey
         flipped = bytearray(data)
         flipped[position] ^= 0xFF
         bad.write_bytes(flipped)
-        if hotmem.verify_snapshot(bad).ok:
+        if hotmem.verify_snapshot(bad, digests_only=digests_only).ok:
             missed.append(position)
     assert missed == []
 
@@ -463,4 +497,5 @@ def test_report_as_dict(good: Path, tmp_path: Path) -> None:
         "problems": [],
         "spaces": [],
         "not_recomputed": [],
+        "digests_only": False,
     }

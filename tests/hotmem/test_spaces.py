@@ -401,3 +401,23 @@ def test_a_default_is_not_set_on_a_space_dropped_meanwhile(
             hotmem.set_default_profile(store, "semantic")
         assert store.default_profile == "default"
         assert hotmem.search_memories(store, "invoices")  # plain searches still run
+
+
+def test_an_add_embeds_in_the_spaces_another_connection_added_or_dropped_since_its_last_write(
+    tmp_path: Path, semantic: hotmem.VectorSpace
+) -> None:
+    embedder = hotmem.get_embedder(SEMANTIC_MODEL)
+    path = tmp_path / "s.db"
+    with hotmem.open_store(path) as writer, hotmem.open_store(path) as other:
+        writer.add(FACTS[0][0], identifier=FACTS[0][1], memory_id="m-00")  # sees hash-v1 alone
+        other.add_space(SEMANTIC_MODEL)
+        writer.add(FACTS[1][0], identifier=FACTS[1][1], memory_id="m-01")  # embeds again, locked
+        writer.add_many(_memories()[2:4])  # the space now known before the lock
+        expected = {m.memory_id: m.fact for m in writer}
+        vectors = dict(zip(expected, embedder.embed_many(list(expected.values())), strict=True))
+        assert _vectors(writer, SEMANTIC_MODEL) == vectors
+        other.drop_space(SEMANTIC_MODEL)
+        writer.add(FACTS[4][0], identifier=FACTS[4][1], memory_id="m-04")  # not embedded there
+        assert writer.spaces == (HASH,)
+        assert writer.vector_counts() == {"hotmem-hash-v1": 5}
+        assert writer.check_integrity() == ()

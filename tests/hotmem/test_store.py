@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
+from itertools import groupby
 from pathlib import Path
 
 import pytest
@@ -395,7 +397,7 @@ def test_add_stream_is_lazy_and_all_or_nothing_across_batches(store: MemoryStore
         ),
     ],
 )
-@pytest.mark.parametrize("batch_size", [2, 3, 40])
+@pytest.mark.parametrize("batch_size", [1, 2, 3, 40])
 def test_add_stream_names_the_clashing_id_whatever_the_batch(
     store: MemoryStore, batch: list[dict[str, object]], message: str, batch_size: int
 ) -> None:
@@ -470,3 +472,65 @@ def test_add_many_and_add_stream_refuse_what_is_no_iterable_of_memories(
             f"expected an iterable of memories (Memory objects or mappings), found {found}"
         )
     assert store.count() == 0
+
+
+def _statements(store: MemoryStore, write: Callable[[], object]) -> list[str]:
+    """The statements ``write`` runs on the store's connection, each once (a trigger's and
+    FTS5's own, which SQLite reports as ``--`` lines or the outer statement again, left out)."""
+    seen: list[str] = []
+    store.connection.set_trace_callback(seen.append)
+    try:
+        write()
+    finally:
+        store.connection.set_trace_callback(None)
+    return [key for key, _ in groupby(s.split(" (")[0] for s in seen if not s.startswith("--"))]
+
+
+def test_one_add_is_one_write_transaction_with_only_the_statements_it_needs(
+    store: MemoryStore,
+) -> None:
+    store.add("the first add reads the spaces before it", identifier="a", memory_id="m-0")
+    spaces = "SELECT name, model_id, digest, dimension, dtype FROM vector_spaces ORDER BY name"
+    # issue 35: one term looked up in each lexical index, so that a damaged one refuses the add
+    probes = [
+        f"SELECT rowid FROM {table} WHERE {table} MATCH '\"hotmem\"' LIMIT 1"
+        for table in ("memories_fts", "memories_cjk")
+    ]
+    insert = "INSERT INTO memories"
+    plain = _statements(store, lambda: store.add("copper spoon", identifier="a", memory_id="m-1"))
+    assert plain == ["BEGIN IMMEDIATE", spaces, *probes, insert, "COMMIT"]
+    cjk = _statements(store, lambda: store.add("東京の天気", identifier="a", memory_id="m-2"))
+    assert cjk == ["BEGIN IMMEDIATE", spaces, *probes, insert, "INSERT INTO memories_cjk", "COMMIT"]
+    assert store.check_integrity() == ()
+    assert [r.memory_id for r in hotmem.search_memories(store, "東京", limit=1)] == ["m-2"]
+    with pytest.raises(DuplicateMemoryError, match="memory_id='m-1' already exists"):
+        store.add("again", identifier="a", memory_id="m-1")
+    with pytest.raises(ValidationError, match="fact"):
+        store.add("", identifier="a")
+    assert [m.memory_id for m in store] == ["m-0", "m-1", "m-2"]
+    assert store.check_integrity() == ()
+
+
+def test_with_numpy_imported_a_bulk_add_embeds_each_batch_at_once_with_the_same_bytes(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("numpy")  # imported: the batch path is taken
+    from hotmem.embedding import hash_v1
+
+    batched: list[int] = []
+    numpy_embed = hash_v1._embed_many_numpy
+
+    def counted(texts: list[str], np: object) -> list[bytes]:
+        batched.append(len(texts))
+        return numpy_embed(texts, np)
+
+    monkeypatch.setattr(hash_v1, "_embed_many_numpy", counted)
+    facts = ["Invoices need two approvals.", "東京の会議", "😀 party", "...", "a b c d"] * 4
+    memories = [
+        {"memory_id": f"m-{i:02d}", "identifier": "a", "fact": fact} for i, fact in enumerate(facts)
+    ]
+    assert store.add_stream(memories, batch_size=4) == 20
+    assert batched == [4] * 5
+    stored = dict(store.connection.execute("SELECT memory_id, embedding FROM memories"))
+    assert stored == {m["memory_id"]: hash_v1.embed_bytes(m["fact"]) for m in memories}
+    assert store.check_integrity() == ()

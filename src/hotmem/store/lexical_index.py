@@ -10,7 +10,7 @@ migration, a hydration or :func:`rebuild` re-derives them from the facts with th
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from hotmem.store.fts import cjk_index_text
@@ -19,6 +19,7 @@ __all__ = [
     "CHECK_CJK_INTEGRITY",
     "TABLES",
     "Table",
+    "chunk_grams",
     "differences",
     "docsize_tokens",
     "index_grams",
@@ -50,11 +51,13 @@ def _grams(fact: str) -> str | None:
 
 
 def index_grams(connection: sqlite3.Connection, memories: Iterable[tuple[str, str]]) -> None:
-    """Write the CJK grams of the ``(memory_id, fact)`` pairs just inserted that have any."""
-    rows: Iterator[tuple[str, str]] = (
+    """Write the CJK grams of the ``(memory_id, fact)`` pairs just inserted that have any
+    (no statement at all when none has)."""
+    rows = [
         (grams, memory_id) for memory_id, fact in memories if (grams := _grams(fact)) is not None
-    )
-    connection.executemany(_INSERT_BY_ID, rows)
+    ]
+    if rows:
+        connection.executemany(_INSERT_BY_ID, rows)
 
 
 def _expected(connection: sqlite3.Connection) -> dict[int, str]:
@@ -65,11 +68,27 @@ def _expected(connection: sqlite3.Connection) -> dict[int, str]:
     }
 
 
-def rebuild(connection: sqlite3.Connection) -> None:
-    """Rebuild both lexical indexes from the facts, inside the caller's transaction."""
+def chunk_grams(first_rowid: int, facts: Sequence[str]) -> list[tuple[int, str]]:
+    """``(rowid, grams)`` of the ``facts`` that have CJK grams, fact k at rowid ``first_rowid +
+    k``: one check of the whole sequence when every fact is ASCII (most corpora)."""
+    if all(map(str.isascii, facts)):
+        return []
+    return [
+        (first_rowid + k, grams)
+        for k, fact in enumerate(facts)
+        if (grams := _grams(fact)) is not None
+    ]
+
+
+def rebuild(connection: sqlite3.Connection, grams: Iterable[tuple[int, str]] | None = None) -> None:
+    """Rebuild both lexical indexes from the facts, inside the caller's transaction; ``grams``
+    are the ``(rowid, grams)`` of the facts with any, in rowid order, when the caller derived
+    them already (``chunk_grams``), instead of reading every fact back."""
     connection.execute(_REBUILD_WORDS)
     connection.execute("DELETE FROM memories_cjk")
-    connection.executemany(_INSERT, sorted(_expected(connection).items()))
+    connection.executemany(
+        _INSERT, sorted(_expected(connection).items()) if grams is None else grams
+    )
 
 
 def differences(connection: sqlite3.Connection) -> tuple[str, ...]:

@@ -240,21 +240,18 @@ class MemoryStore(VectorSpaces, Settings, Updates, Upkeep):
         total: int | None = None,
     ) -> int:
         """Insert every memory in one transaction; the first batch is embedded before it."""
-        from hotmem.store import reindex as reindexing  # writes only
-
         tally = inserts.Tally.of(progress, total)
         batches = inserts.batches(memories, batch_size)
         first = next(batches, None)
         if first is None:
             return 0
-        with self.reading() as connection:
-            embedders = reindexing.space_embedders(connection, self._path, self._model_dir)
+        embedders = self._last_embedders()  # the spaces read in the last write transaction
         rows = inserts.rows_of(first)  # embed before taking the write lock
         vectors: inserts.SpaceRows | None = inserts.space_rows_of(first, embedders, tally)
         with self._writing() as connection:
-            now = reindexing.space_embedders(connection, self._path, self._model_dir)
+            now = self._write_embedders(connection)
             if [name for name, _ in now] != [name for name, _ in embedders]:
-                vectors = None  # another process changed the spaces: embed again, locked
+                vectors = None  # the spaces changed since: embed again, locked
             return inserts.insert_batches(
                 connection, first, rows, batches, embedders=now, vectors=vectors, tally=tally
             )

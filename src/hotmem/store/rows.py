@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from hotmem.embedding.hash_v1 import MODEL_NAME, embed_bytes
+from hotmem.embedding.hash_v1 import MODEL_NAME, embed_bytes, embed_many_bytes
 from hotmem.embedding.vectors import first_not_unit, vector_breach
 from hotmem.errors import StoreError
 from hotmem.fields import canonical_timestamp_breach, format_timestamp, shown, timestamp_or_breach
@@ -32,6 +32,7 @@ __all__ = [
     "delete_row",
     "memory_from_row",
     "memory_row",
+    "memory_rows",
     "tags_from_text",
     "unit_breach",
 ]
@@ -71,8 +72,10 @@ def unit_breach(
     )
 
 
-def memory_row(memory: Memory) -> tuple[str, str, str, float, str, str, bytes]:
-    """The row the store inserts for ``memory`` (its vector computed here)."""
+def memory_row(
+    memory: Memory, vector: bytes | None = None
+) -> tuple[str, str, str, float, str, str, bytes]:
+    """The row the store inserts for ``memory`` (its vector computed here unless given)."""
     return (
         memory.memory_id,
         memory.identifier,
@@ -80,7 +83,7 @@ def memory_row(memory: Memory) -> tuple[str, str, str, float, str, str, bytes]:
         memory.importance,
         json.dumps(list(memory.tags), ensure_ascii=False) if memory.tags else "[]",
         format_timestamp(memory.created_at),
-        embed_bytes(memory.fact),
+        embed_bytes(memory.fact) if vector is None else vector,
     )
 
 
@@ -95,6 +98,13 @@ def delete_row(connection: sqlite3.Connection, memory_id: str) -> bool:
     lexical_index.probe(connection)
     cursor = connection.execute("DELETE FROM memories WHERE memory_id = ?", (memory_id,))
     return cursor.rowcount > 0
+
+
+def memory_rows(batch: Sequence[Memory]) -> list[tuple[str, str, str, float, str, str, bytes]]:
+    """The rows of ``batch``, its facts embedded in one call (``embed_many_bytes``: at once
+    with numpy when the process has it imported; the same bytes either way)."""
+    vectors = embed_many_bytes([memory.fact for memory in batch])
+    return list(map(memory_row, batch, vectors))
 
 
 def tags_from_text(text: object, memory_id: object, target: str) -> tuple[str, ...]:

@@ -20,6 +20,9 @@ from hotmem.store import changes, spaces
 from hotmem.store.settings import default_spaces
 from hotmem.store.spaces import REINDEX_BATCH, VectorSpace
 
+if TYPE_CHECKING:
+    from hotmem.store.inserts import SpaceEmbedders
+
 __all__ = ["VectorSpaces"]
 
 
@@ -28,6 +31,9 @@ class VectorSpaces:
 
     _path: str
     _model_dir: str | None
+    #: ``(space name, embedder)`` of the spaces but hotmem-hash-v1 that this store's last
+    #: write saw (``None``: no write yet); an add embeds in them before taking the write lock.
+    _written_embedders: SpaceEmbedders | None = None
 
     if TYPE_CHECKING:  # provided by MemoryStore
 
@@ -78,6 +84,34 @@ class VectorSpaces:
                 found.name: spaces.vector_count(connection, found.name)
                 for found in spaces.read_spaces(connection)
             }
+
+    def _last_embedders(self) -> SpaceEmbedders:
+        """The embedders of the spaces the last write saw: the ones an add embeds in before
+        taking the write lock (before the store's first write, read in a read transaction).
+
+        Raises:
+            MissingExtraError, StoreError, EmbedderError: as ``reindex.space_embedders``.
+        """
+        if self._written_embedders is None:
+            from hotmem.store import reindex as reindexing
+
+            with self.reading() as connection:
+                return reindexing.space_embedders(connection, self._path, self._model_dir)
+        return self._written_embedders
+
+    def _write_embedders(self, connection: sqlite3.Connection) -> SpaceEmbedders:
+        """The embedders of the spaces, read inside the write transaction on ``connection``,
+        kept for the next add.
+
+        Raises:
+            MissingExtraError, StoreError, EmbedderError: as ``reindex.space_embedders``.
+        """
+        from hotmem.store import reindex as reindexing
+
+        self._written_embedders = reindexing.space_embedders(
+            connection, self._path, self._model_dir
+        )
+        return self._written_embedders
 
     def _model_dir_of(self, model_dir: str | os.PathLike[str] | None) -> str | None:
         return self._model_dir if model_dir is None else os.fspath(model_dir)
