@@ -239,7 +239,12 @@ WRITE_CHILDREN = {
     "ours": r"""
 import json, sys, time
 import hotmem
-from hotmem.cli.memories import jsonl_memories
+try:  # hotmem import's reader: its records (since issue 33), or the memories (before)
+    from hotmem.cli.importing import jsonl_memories
+    def memories(source): return (record.value for record in jsonl_memories(source, []))
+except ImportError:
+    from hotmem.cli.memories import jsonl_memories
+    def memories(source): return jsonl_memories(source, [])
 mode, path, source, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 if mode.endswith("-numpy"):  # a process that has numpy loaded: the batch embedding
     import numpy
@@ -255,7 +260,7 @@ with hotmem.open_store(path) as store:
             store.add(m["fact"], identifier=m["identifier"], importance=m["importance"])
     else:
         start = time.process_time()
-        store.add_stream(jsonl_memories(source, []))
+        store.add_stream(memories(source))
     cpu = time.process_time() - start
     assert len(store) >= count
 print(cpu)

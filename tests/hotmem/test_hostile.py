@@ -414,3 +414,20 @@ def test_another_accounts_read_names_its_side_files_to_the_owner(tmp_path: Path)
     for suffix in ("-wal", "-shm"):  # as the message says
         os.unlink(f"{path}{suffix}")
     assert as_account(owner, "write") == "2 2\n"
+
+
+def test_a_damaged_cjk_index_refuses_the_adds_that_write_to_it(on_disk: Path) -> None:
+    """An add looks into the lexical index it writes to: every add into the word index, an
+    add with CJK grams into the CJK index too (issue 35, with issue 34's one-transaction add)."""
+    tamper(on_disk, "UPDATE memories_cjk_config SET v = 99 WHERE k = 'version'")
+    with hotmem.open_store(on_disk) as store:
+        store.add("A copper pot.", identifier="a", memory_id="m-ascii")  # the word index only
+        with pytest.raises(hotmem.StoreError) as written:
+            store.add("東京の銅の鍋", identifier="a", memory_id="m-cjk")
+        assert str(written.value) == (
+            f"cannot write to store {str(on_disk)!r}: the store is damaged: expected a sound "
+            'SQLite file and full-text index, found "invalid fts5 file format (found 99, '
+            "expected 4) - run 'rebuild'\"; check_integrity() lists the problems; restore the "
+            "store from a snapshot"
+        )
+        assert [m.memory_id for m in store] == ["m-1", "m-2", "m-ascii"]

@@ -491,16 +491,25 @@ def test_one_add_is_one_write_transaction_with_only_the_statements_it_needs(
 ) -> None:
     store.add("the first add reads the spaces before it", identifier="a", memory_id="m-0")
     spaces = "SELECT name, model_id, digest, dimension, dtype FROM vector_spaces ORDER BY name"
-    # issue 35: one term looked up in each lexical index, so that a damaged one refuses the add
-    probes = [
+    # issue 35: one term looked up in the lexical index a write adds to, so that a damaged one
+    # refuses the add as it refuses search (the CJK index only for a fact with CJK grams)
+    words, grams = (
         f"SELECT rowid FROM {table} WHERE {table} MATCH '\"hotmem\"' LIMIT 1"
         for table in ("memories_fts", "memories_cjk")
-    ]
+    )
     insert = "INSERT INTO memories"
     plain = _statements(store, lambda: store.add("copper spoon", identifier="a", memory_id="m-1"))
-    assert plain == ["BEGIN IMMEDIATE", spaces, *probes, insert, "COMMIT"]
+    assert plain == ["BEGIN IMMEDIATE", spaces, words, insert, "COMMIT"]
     cjk = _statements(store, lambda: store.add("東京の天気", identifier="a", memory_id="m-2"))
-    assert cjk == ["BEGIN IMMEDIATE", spaces, *probes, insert, "INSERT INTO memories_cjk", "COMMIT"]
+    assert cjk == [
+        "BEGIN IMMEDIATE",
+        spaces,
+        words,
+        insert,
+        grams,
+        "INSERT INTO memories_cjk",
+        "COMMIT",
+    ]
     assert store.check_integrity() == ()
     assert [r.memory_id for r in hotmem.search_memories(store, "東京", limit=1)] == ["m-2"]
     with pytest.raises(DuplicateMemoryError, match="memory_id='m-1' already exists"):

@@ -157,7 +157,8 @@ def insert_batches(
         DuplicateMemoryError: a memory_id already exists, or repeats within the call.
         ValidationError: the store refused a row for another constraint.
     """
-    lexical_index.probe(connection)  # a damaged index refuses the add, as it refuses search
+    # a damaged index refuses the add, as it refuses search (the CJK one when a fact has grams)
+    lexical_index.probe(connection, ("memories_fts",))
     start: int | None = None  # the largest rowid before the call, once the first batch is in
     count = 0
     batch: list[Memory] | None = first

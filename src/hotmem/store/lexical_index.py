@@ -57,6 +57,7 @@ def index_grams(connection: sqlite3.Connection, memories: Iterable[tuple[str, st
         (grams, memory_id) for memory_id, fact in memories if (grams := _grams(fact)) is not None
     ]
     if rows:
+        probe(connection, ("memories_cjk",))  # written only now: looked into only now
         connection.executemany(_INSERT_BY_ID, rows)
 
 
@@ -138,14 +139,14 @@ def varints(blob: bytes) -> list[int]:
     return values
 
 
-def probe(connection: sqlite3.Connection) -> None:
-    """Look one term up in each lexical index (a leaf of every segment read), so that a write
-    to a damaged index fails as a search of it does, with SQLite's own error, instead of
-    adding to it (FTS5 writes new segments without reading the old ones). A few tens of
-    microseconds, once a write.
+def probe(connection: sqlite3.Connection, tables: Sequence[Table] = TABLES) -> None:
+    """Look one term up in each lexical index of ``tables`` (a leaf of every segment read), so
+    that a write to a damaged index fails as a search of it does, with SQLite's own error,
+    instead of adding to it (FTS5 writes new segments without reading the old ones). A few tens
+    of microseconds an index, before a write to it.
 
     Raises:
         sqlite3.DatabaseError: an index is damaged (the caller's ``sqlerrors`` words it).
     """
-    for table in TABLES:
+    for table in tables:
         connection.execute(_PROBE.format(table)).fetchall()
