@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import hotmem
+from hotmem.snapshot.vector_checks import SAMPLE_STRIDE
 from tests.hotmem.packages import (
     MANIFEST,
     manifest_of,
@@ -136,13 +137,14 @@ def test_round_trip_carries_the_vectors(package: Path, tmp_path: Path) -> None:
     assert (tmp_path / "again.zip").read_bytes() == package.read_bytes()
 
 
-def _forged(package: Path, path: Path, embedder: hotmem.Embedder) -> Path:
-    """The package with memory m-1's semantic vector replaced by another text's, digests
-    recomputed."""
+def _forged(package: Path, path: Path, embedder: hotmem.Embedder, index: int = 1) -> Path:
+    """The package with memory m-<index>'s semantic vector replaced by another text's (a unit
+    vector: only recomputing finds it), digests recomputed."""
     members = read_members(package)
     forged = embedder.embed_many(["where should the quarterly bonus be wired"])[0]
     vectors = members[MEMBER]
-    members[MEMBER] = vectors[:1536] + forged + vectors[2 * 1536 :]
+    start = index * 1536
+    members[MEMBER] = vectors[:start] + forged + vectors[start + 1536 :]
     manifest = manifest_of(members)
     space_member = manifest["spaces"][0]["members"][0]
     space_member["sha256"] = hashlib.sha256(members[MEMBER]).hexdigest()
@@ -250,27 +252,39 @@ import sys
 import hotmem
 report = hotmem.hydrate(sys.argv[1], sys.argv[2])
 print(report.spaces, "onnxruntime" in sys.modules)
-report = hotmem.hydrate(sys.argv[1], sys.argv[3], recompute_vectors=True)
-print(report.spaces, "onnxruntime" in sys.modules)
 """
 
 
 @pytest.mark.slow
-def test_carrying_a_space_loads_no_model_unless_recomputing(package: Path, tmp_path: Path) -> None:
-    # The identity of the embedder (its files hashed) decides; the model's session is built
-    # only to compute vectors.
+def test_carrying_a_space_loads_the_model_to_check_a_sample(package: Path, tmp_path: Path) -> None:
+    # The identity of the embedder (its files hashed) decides whether the space is carried;
+    # the model is then loaded to recompute a sample of its vectors (issue 35).
     completed = subprocess.run(
-        [sys.executable, "-c", CARRY_PROBE, str(package), *(str(tmp_path / n) for n in "ab")],
+        [sys.executable, "-c", CARRY_PROBE, str(package), str(tmp_path / "t.db")],
         capture_output=True,
         text=True,
         check=True,
         env={k: v for k, v in os.environ.items() if k != "HOTMEM_MODEL_DIR"},
     )
-    assert completed.stdout.splitlines() == [
-        f"(({MODEL!r}, 'carry'),) False",
-        f"(({MODEL!r}, 'carry'),) True",
+    assert completed.stdout.splitlines() == [f"(({MODEL!r}, 'carry'),) True"]
+    assert space_vectors(tmp_path / "t.db") == space_vectors(package.parent / "source.db")
+
+
+def test_a_hydration_recomputes_every_64th_vector_of_a_carried_space(
+    package: Path, tmp_path: Path, embedder: hotmem.Embedder
+) -> None:
+    assert SAMPLE_STRIDE == 64
+    sampled = _forged(package, tmp_path / "first.zip", embedder, index=0)  # records 0, 64, ...
+    with pytest.raises(hotmem.VerificationError) as raised:
+        hotmem.hydrate(sampled, tmp_path / "t.db")
+    assert [(p.location, p.found) for p in raised.value.report.problems] == [
+        ("records/000000.jsonl:1", "another vector for memory_id='m-0'")
     ]
-    assert space_vectors(tmp_path / "a") == space_vectors(package.parent / "source.db")
+    assert not (tmp_path / "t.db").exists()
+    unsampled = _forged(package, tmp_path / "second.zip", embedder, index=1)
+    hotmem.hydrate(unsampled, tmp_path / "u.db")  # a sample: the others are carried as they are
+    with pytest.raises(hotmem.VerificationError):
+        hotmem.hydrate(unsampled, tmp_path / "v.db", recompute_vectors=True)
 
 
 def test_a_space_not_fully_built_is_refused(package: Path, tmp_path: Path) -> None:

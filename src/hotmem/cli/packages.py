@@ -167,7 +167,8 @@ def configure_hydrate(p: argparse.ArgumentParser) -> None:
         "--recompute-vectors",
         action="store_true",
         help="re-embed every fact into every carried space too, and refuse the package if "
-        "any vector differs (hotmem-hash-v1's are always recomputed)",
+        "any vector differs (hotmem-hash-v1's are always recomputed, and 1 in 64 of a "
+        "carried space's)",
     )
     p.add_argument(
         "--reindex",

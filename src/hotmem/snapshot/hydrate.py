@@ -41,7 +41,7 @@ from hotmem.snapshot.records import Column
 from hotmem.snapshot.report import Chunk, VerificationReport
 from hotmem.snapshot.space_plan import SpaceChoice, plan_spaces
 from hotmem.snapshot.target import SIDE_FILES, check_target
-from hotmem.snapshot.vector_checks import EmbedMany
+from hotmem.snapshot.vector_checks import SAMPLE_STRIDE, EmbedMany
 from hotmem.store import lexical_index, schema
 from hotmem.store import setup as storage
 from hotmem.store import spaces as store_spaces
@@ -167,16 +167,20 @@ def _hash_many(facts: Sequence[str]) -> list[bytes]:
 
 def _recomputers(
     choices: list[SpaceChoice], *, every_space: bool
-) -> list[tuple[str, EmbedMany] | None]:
-    """What ``recompute_vectors`` checks: hash-v1 always (it costs about as much as the rest
-    of a hydration: docs/benchmarks.md), and every carried space with ``every_space``."""
+) -> tuple[list[tuple[str, EmbedMany] | None], list[int]]:
+    """What hydration recomputes, and how many records apart: every hash-v1 vector (it costs
+    about as much as the rest of a hydration: docs/benchmarks.md); every vector of each
+    carried space with ``every_space``, else a sample (``SAMPLE_STRIDE``) of those whose
+    embedder was loaded (``plan_spaces(sample=True)``: the model's extra is installed)."""
     recomputers: list[tuple[str, EmbedMany] | None] = [(MODEL_NAME, _hash_many)]
+    strides = [1]
     for choice in choices:
-        embedder = choice.embedder if choice.action == "carry" and every_space else None
+        embedder = choice.embedder if choice.action == "carry" else None
         recomputers.append(
             None if embedder is None else (choice.space.model_id, embedder.embed_many)
         )
-    return recomputers
+        strides.append(1 if every_space else SAMPLE_STRIDE)
+    return recomputers, strides
 
 
 def _load_spaces(
@@ -219,14 +223,16 @@ def _build(
         connection, indexes = _open_empty(temporary)
     except sqlite3.Error as exc:
         raise HydrationError(f"cannot create {str(temporary)!r}: {exc}") from None
-    recomputers = _recomputers(choices, every_space=recompute_vectors)
+    recomputers, strides = _recomputers(choices, every_space=recompute_vectors)
     loaded = 0
     grams: list[Gram] = []
     try:
         _register_spaces(connection, choices)
         carried = [i for i, choice in enumerate(choices) if choice.action == "carry"]
         for chunk in reader.chunks(keep=_stored_columns, keep_spaces=carried):
-            reader.recompute_vectors(chunk, chunk.columns[0], chunk.columns[2], recomputers)
+            reader.recompute_vectors(
+                chunk, chunk.columns[0], chunk.columns[2], recomputers, strides
+            )
             if reader.ok:
                 connection.executemany(_INSERT, _rows(chunk))
                 # Rows go into an empty table in order: their rowids are 1, 2, 3, ...
@@ -318,6 +324,7 @@ def hydrate(
                 drop=drop_spaces,
                 model_dir=model_dir,
                 recompute_vectors=recompute_vectors,
+                sample=True,
             )
         )
         profiles = hydrated_profiles(manifest, choices)

@@ -386,15 +386,13 @@ class PackageReader:
         memory_ids: Column,
         facts: Column,
         embedders: Sequence[tuple[str, EmbedMany] | None],
+        strides: Sequence[int] | None = None,
     ) -> None:
-        """Check that the vectors of ``chunk`` are the embeddings of its facts.
-
-        ``memory_ids`` and ``facts`` are the chunk's columns of those fields (kept by ``keep``).
-        ``embedders`` holds, for ``hotmem-hash-v1`` and then each space of the manifest in
-        order, ``(model id, embed_many)`` to recompute that space's vectors with, or ``None``
-        to leave it. Hash vectors must match bit for bit, a model's within
-        ``vector_checks.MODEL_COSINE``.
+        """Check that the vectors of ``chunk`` are the embeddings of its facts (those
+        ``recomputed_problems`` checks: ``embedders`` and ``strides`` are its, in the order of
+        hash-v1 then the manifest's spaces; ``memory_ids`` and ``facts`` the chunk's columns).
         """
         carried = (chunk.vectors, *chunk.spaces)
-        for problem in recomputed_problems(chunk.name, memory_ids, facts, embedders, carried):
+        found = recomputed_problems(chunk.name, memory_ids, facts, embedders, carried, strides)
+        for problem in found:
             self._add(*problem)

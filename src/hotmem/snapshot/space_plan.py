@@ -137,11 +137,14 @@ def plan_spaces(
     drop: Collection[str] = (),
     model_dir: str | os.PathLike[str] | None = None,
     recompute_vectors: bool = False,
+    sample: bool = False,
 ) -> list[SpaceChoice]:
     """Decide, for every space of a package, what hydration does with it.
 
-    A carried space's embedder is loaded only with ``recompute_vectors`` (to check its
-    vectors); otherwise the identity of the embedder decides (``carry_refusal``).
+    The identity of the embedder decides whether a space can be carried (``carry_refusal``:
+    the model's extra installed, the same model files). A carried space's embedder is then
+    loaded, with ``recompute_vectors`` to check every vector, with ``sample`` to check a sample
+    (``vector_checks.SAMPLE_STRIDE``; should it fail to load, the space is carried unchecked).
 
     Raises:
         HydrationError: a space cannot be carried and is neither reindexed nor dropped; a
@@ -177,6 +180,9 @@ def plan_spaces(
             refusal, carried = (usable, None) if isinstance(usable, str) else (None, usable)
         else:
             refusal = carry_refusal(space, model_dir)
+            if refusal is None and sample:
+                loaded = _target_embedder(space, model_dir)
+                carried = None if isinstance(loaded, str) else loaded
         if refusal is not None:
             raise HydrationError(
                 f"the package's vector space {space.name!r} (digest {space.digest[:12]}...) "

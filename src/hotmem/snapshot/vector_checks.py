@@ -19,6 +19,7 @@ from hotmem.embedding.vectors import NORM_TOLERANCE, first_not_unit, floats, vec
 
 __all__ = [
     "MODEL_COSINE",
+    "SAMPLE_STRIDE",
     "UNIT_EXPECTED",
     "EmbedMany",
     "VectorScan",
@@ -29,6 +30,11 @@ __all__ = [
 
 #: Embeds a chunk's facts into one space: one packed vector a fact, in order.
 EmbedMany = Callable[[Sequence[str]], list[bytes]]
+
+#: A hydration without ``recompute_vectors`` recomputes a carried model space's vectors for
+#: every ``SAMPLE_STRIDE``-th record of each chunk, its first included (when this HotMem has the
+#: model's extra): a deterministic sample of 1 in 64.
+SAMPLE_STRIDE = 64
 
 #: The least cosine between a carried model vector and the one this HotMem computes.
 MODEL_COSINE = 0.999
@@ -116,22 +122,29 @@ def recomputed_problems(
     facts: Sequence[str],
     embedders: Sequence[tuple[str, EmbedMany] | None],
     carried: Sequence[bytes],
+    strides: Sequence[int] | None = None,
 ) -> list[tuple[str, str, str, str]]:
     """``(location, check, expected, found)`` for each vector of a chunk that is not its fact's
     embedding.
 
     ``embedders`` and ``carried`` hold, for ``hotmem-hash-v1`` and then each further space in
-    order, ``(model id, embed_many)`` (``None``: leave that space) and the chunk's vectors.
-    Hash vectors must match bit for bit, a model's within ``MODEL_COSINE``.
+    order, ``(model id, embed_many)`` (``None``: leave that space) and the chunk's vectors;
+    ``strides`` (every vector by default) how many records apart the vectors recomputed in
+    each are, from the chunk's first. Hash vectors must match bit for bit, a model's within
+    ``MODEL_COSINE``.
     """
     problems = []
     for position, (embedder, found) in enumerate(zip(embedders, carried, strict=True)):
         if embedder is None:
             continue
         model_id, embed_many = embedder
-        expected = b"".join(embed_many(facts))
-        width = len(expected) // max(1, len(facts))
-        for index in mismatches(expected, found, width, exact=position == 0):
+        chosen = range(0, len(facts), 1 if strides is None else strides[position])
+        expected = b"".join(embed_many([facts[i] for i in chosen]))
+        width = len(expected) // max(1, len(chosen))
+        if chosen.step != 1:
+            found = b"".join(found[i * width : (i + 1) * width] for i in chosen)
+        for sampled in mismatches(expected, found, width, exact=position == 0):
+            index = chosen[sampled]
             found_text = f"another vector for memory_id={memory_ids[index]!r}"
             problems.append(
                 (f"{chunk}:{index + 1}", "vector", f"the {model_id} vector", found_text)
