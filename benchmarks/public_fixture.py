@@ -88,12 +88,10 @@ def tables(result: dict[str, Any]) -> str:
         "| category | R@1 | R@5 | MRR@5 | misses | other |",
         "|---|---:|---:|---:|---|---|",
     ]
-    from hotmem_eval.fixture_schema import CATEGORIES
+    from hotmem_eval.fixture_schema import category_order
 
     by_category = metrics["by_category"]
-    for category in [c for c in CATEGORIES if c in by_category] + sorted(
-        set(by_category) - set(CATEGORIES)
-    ):
+    for category in category_order(by_category):
         block = by_category[category]
         reasons = ", ".join(f"{n} {r}" for r, n in sorted(misses.get(category, {}).items()))
         other = []

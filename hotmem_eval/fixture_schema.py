@@ -23,6 +23,7 @@ optional and any label but ``OVERALL``, grades run 0..``MAX_ANY_GRADE``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Final
 
 import pyarrow as pa
@@ -41,6 +42,7 @@ __all__ = [
     "QRELS_SCHEMA",
     "QUERIES_SCHEMA",
     "RELEVANT_GRADE",
+    "category_order",
 ]
 
 #: The built-in suite's eight query categories, in report order; it has queries in each of them.
@@ -54,6 +56,15 @@ CATEGORIES: Final[tuple[str, ...]] = (
     "cross_project_isolation",
     "snapshot_hydration_equivalence",
 )
+
+
+def category_order(names: Iterable[str]) -> list[str]:
+    """``names`` (distinct categories) in report order: the built-in ``CATEGORIES`` in their
+    order, then any other in sorted order."""
+    given = set(names)
+    return [c for c in CATEGORIES if c in given] + sorted(given - set(CATEGORIES))
+
+
 #: Queries with no answer in the corpus: their relevance object is empty.
 NEGATIVE_CATEGORY: Final = "negative_or_no_answer"
 #: Queries whose answers are near-duplicates that can crowd the top k.

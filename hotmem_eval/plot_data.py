@@ -24,7 +24,7 @@ from typing import Any, Final
 import polars as pl
 
 from hotmem_eval.comparison_report import ALPHA
-from hotmem_eval.fixture_schema import CATEGORIES
+from hotmem_eval.fixture_schema import category_order
 from hotmem_eval.metric_registry import METRICS
 from hotmem_eval.plot_frames import SCHEMAS, PlotFrames
 from hotmem_eval.report_profiles import HEADLINE
@@ -107,12 +107,9 @@ def _first_ranks(result: dict[str, Any]) -> list[dict[str, Any]]:
                     "k": k,
                 }
             )
-    order = {c: i for i, c in enumerate(CATEGORIES)}
+    order = {c: i for i, c in enumerate(category_order({r["category"] for r in rows}))}
     profiles = {entry["name"]: i for i, entry in enumerate(result["profiles"])}
-    return sorted(
-        rows,
-        key=lambda r: (order.get(r["category"], len(order)), r["category"], profiles[r["profile"]]),
-    )
+    return sorted(rows, key=lambda r: (order[r["category"]], profiles[r["profile"]]))
 
 
 def frames_of(result: dict[str, Any]) -> PlotFrames:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from hotmem_eval.fixture_schema import CATEGORIES
+from hotmem_eval.fixture_schema import category_order
 from hotmem_eval.metric_registry import METRICS, REPORT_TABLES
 from hotmem_eval.tables import Block, table
 
@@ -43,8 +43,7 @@ CUTOFF_METRICS = tuple(
 def by_category(result: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """Category blocks in report order (JSON objects do not keep it: keys are sorted)."""
     blocks = result["metrics"]["by_category"]
-    order = [c for c in CATEGORIES if c in blocks] + sorted(set(blocks) - set(CATEGORIES))
-    return [(category, blocks[category]) for category in order]
+    return [(category, blocks[category]) for category in category_order(blocks)]
 
 
 def cell(block: dict[str, Any] | None) -> str:

@@ -14,7 +14,7 @@ import hotmem
 from hotmem_eval.adoption import OBJECTIVE
 from hotmem_eval.attribution import Miss
 from hotmem_eval.evaluate import EvalRun
-from hotmem_eval.fixture_schema import CATEGORIES, NEGATIVE_CATEGORY
+from hotmem_eval.fixture_schema import NEGATIVE_CATEGORY, category_order
 from hotmem_eval.fixtures import Fixture
 from hotmem_eval.metric_registry import OVERALL
 from hotmem_eval.paired import bootstrap_ci
@@ -65,8 +65,7 @@ def metrics_block(aggregate: pl.DataFrame) -> dict[str, Any]:
             "query_count": row["query_count"],
         }
     overall = blocks.pop(OVERALL)
-    ordered = [c for c in CATEGORIES if c in blocks] + sorted(set(blocks) - set(CATEGORIES))
-    return {"overall": overall, "by_category": {c: blocks[c] for c in ordered}}
+    return {"overall": overall, "by_category": {c: blocks[c] for c in category_order(blocks)}}
 
 
 def metrics_by_k(run: EvalRun) -> dict[str, Any]:
@@ -238,7 +237,7 @@ def intervals_block(run: EvalRun, metric: str = OBJECTIVE) -> list[dict[str, Any
     rows = run.per_query.filter(pl.col("metric") == metric, pl.col("applicable"))
     values = run.aggregate.filter(pl.col("metric") == metric)
     value_of = dict(zip(values["category"].to_list(), values["value"].to_list(), strict=True))
-    scopes = [OVERALL, *(c for c in metrics_block(run.aggregate)["by_category"] if c in value_of)]
+    scopes = [OVERALL, *category_order(c for c in value_of if c != OVERALL)]
     found = []
     for scope in scopes:
         part = rows if scope == OVERALL else rows.filter(pl.col("category") == scope)
