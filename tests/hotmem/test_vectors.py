@@ -60,6 +60,9 @@ def test_first_not_unit_is_the_same_with_numpy_loaded() -> None:
     many = UNIT * 100 + _scaled(UNIT, 1.001) + UNIT * 10
     assert first_not_unit(many, 16) == 100
     assert first_not_unit(UNIT * 200, 16) is None
+    # past the first rows widened at once (4,096), and the first of two bad ones
+    late = UNIT * 5000 + _scaled(UNIT, 0.5) + UNIT + _scaled(UNIT, 2.0)
+    assert first_not_unit(late, 16) == 5000
 
 
 def test_vector_breach_says_what_is_wrong() -> None:

@@ -21,6 +21,7 @@ import struct
 import sys
 from array import array
 from itertools import starmap
+from typing import Any
 
 __all__ = [
     "NORM_TOLERANCE",
@@ -33,6 +34,9 @@ __all__ = [
 
 #: How far a stored vector's L2 norm may be from 1 (the zero vector aside).
 NORM_TOLERANCE = 1e-5
+#: Rows widened to float64 at a time by the numpy path (2 MB of 64 values: faster than
+#: widening a million rows at once, which also takes 512 MB).
+_WIDENED = 4096
 
 
 def floats(vectors: bytes) -> array[float]:
@@ -67,16 +71,17 @@ def _sound(norm: float) -> bool:
     return norm == 0.0 or abs(norm - 1.0) <= NORM_TOLERANCE
 
 
-def _norms(vectors: bytes, width: int) -> list[float]:
-    """The L2 norms of the (finite) vectors, in double precision."""
-    dimension = width // 4
-    numpy = sys.modules.get("numpy")
-    if numpy is not None and len(vectors) >= 64 * width:
-        rows = numpy.frombuffer(vectors, dtype="<f4").reshape(-1, dimension)
-        wide = rows.astype(numpy.float64)
-        norms: list[float] = numpy.sqrt(numpy.einsum("ij,ij->i", wide, wide)).tolist()
-        return norms
-    return list(starmap(math.hypot, struct.Struct(f"<{dimension}f").iter_unpack(vectors)))
+def _first_unsound_numpy(vectors: bytes, dimension: int, np: Any) -> int | None:
+    """``first_not_unit``'s answer for finite vectors, by numpy: norms in double precision,
+    a few MB widened at a time (faster, and no copy of the whole as float64)."""
+    rows = np.frombuffer(vectors, dtype="<f4").reshape(-1, dimension)
+    for start in range(0, len(rows), _WIDENED):
+        wide = rows[start : start + _WIDENED].astype(np.float64)
+        norms = np.sqrt(np.einsum("ij,ij->i", wide, wide))
+        bad = np.flatnonzero((norms != 0.0) & (np.abs(norms - 1.0) > NORM_TOLERANCE))
+        if len(bad):
+            return start + int(bad[0])
+    return None
 
 
 def first_not_unit(vectors: bytes, width: int) -> int | None:
@@ -90,7 +95,11 @@ def first_not_unit(vectors: bytes, width: int) -> int | None:
         values = floats(vectors)
         bad = next(i for i, value in enumerate(values) if not math.isfinite(value))
         return bad // (width // 4)
-    norms = _norms(vectors, width)
+    dimension = width // 4
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and len(vectors) >= 64 * width:
+        return _first_unsound_numpy(vectors, dimension, numpy)
+    norms = list(starmap(math.hypot, struct.Struct(f"<{dimension}f").iter_unpack(vectors)))
     if min(norms) >= 1.0 - NORM_TOLERANCE and max(norms) <= 1.0 + NORM_TOLERANCE:
         return None
     return next((i for i, norm in enumerate(norms) if not _sound(norm)), None)

@@ -6,9 +6,13 @@ each identifier's positions, little-endian), and the postings of the tokens the 
 read (``hotmem_index_postings``), at a mark of the change log. A new process reads the image
 whole, the vectors from the memories with it (the image vouches for their rows: a row changed
 since is in the log), and refreshes from the image's mark to the store's state like any index
-(``index.py``). Nothing here is trusted beyond that: an image of another format, lexical
-derivation or SQLite, of parts that do not fit together, or older than what the change log
-keeps is ignored, and the store is loaded whole.
+(``index.py``). The header holds the CRC-32 of the vectors the index had checked (finite, of
+unit length: ``hotmem.embedding.vectors``) in the image's order: vectors read back with that
+CRC are those, and are not checked again (a tenth of a new process's first search at 10,000
+memories); any other vectors are (a row rewritten behind the change log's back, say).
+Nothing here is trusted beyond that: an image of another format, lexical derivation or
+SQLite, of parts that do not fit together, or older than what the change log keeps is
+ignored, and the store is loaded whole.
 
 **When an index writes its image** (after a search, outside its read transaction, waiting for
 no writer): after a full load; when a quarter of its memories were added since its image
@@ -21,6 +25,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
+import zlib
 from array import array
 from collections.abc import Sequence
 from itertools import compress
@@ -112,6 +117,27 @@ def _kept(column: array[Any], keep: Sequence[int]) -> array[Any]:
     return array(column.typecode, map(column.__getitem__, keep))
 
 
+def _crc(index: SearchIndex) -> int:
+    """The CRC-32 of the vectors of the live memories of ``index``, in position order."""
+    crc = 0
+    width = index.vectors.width
+    live, n = index.live, len(index.rowids)
+    start = 0
+    while start < n:
+        if not live[start]:
+            start += 1
+            continue
+        stop = live.find(0, start)
+        stop = n if stop < 0 else stop
+        for first, segment in index.vectors.segments():
+            last = first + len(segment) // width
+            if first < stop and start < last:
+                lo, hi = max(start, first) - first, min(stop, last) - first
+                crc = zlib.crc32(memoryview(segment)[lo * width : hi * width], crc)
+        start = stop
+    return crc
+
+
 def encoded(index: SearchIndex) -> tuple[dict[str, bytes], list[Posted]]:
     """The image of ``index``: its live memories renumbered in order, and the postings it
     holds (dead memories left out)."""
@@ -131,6 +157,7 @@ def encoded(index: SearchIndex) -> tuple[dict[str, bytes], list[Posted]]:
         "lexical": LEXICAL_INDEX,
         "sqlite": sqlite3.sqlite_version,
         "scopes": [[name, len(found)] for name, found in scopes.items()],
+        "vectors_crc32": _crc(index),
     }
     words, grams = (index.lexical[t].lengths for t in ("memories_fts", "memories_cjk"))
     parts = {
@@ -224,7 +251,9 @@ def loaded(connection: sqlite3.Connection, target: str) -> SearchIndex | None:
     index.lexical["memories_fts"].extend(columns.words)
     index.lexical["memories_cjk"].extend(columns.grams)
     index.scopes = scopes
-    if not _vectors(index, connection, columns.rowids, unchanged=not changed):
+    vouched = header.get("vectors_crc32")
+    vouched = vouched if isinstance(vouched, int) and not isinstance(vouched, bool) else None
+    if not _vectors(index, connection, columns.rowids, not changed, vouched):
         return None
     index.image = Image(mark, count, aligned=True, tokens=set(), header=raw)
     return index
@@ -247,13 +276,17 @@ def _scopes(value: object, columns: _Columns | None) -> dict[str, array[int]] | 
 
 
 def _vectors(
-    index: SearchIndex, connection: sqlite3.Connection, rowids: array[int], unchanged: bool
+    index: SearchIndex,
+    connection: sqlite3.Connection,
+    rowids: array[int],
+    unchanged: bool,
+    vouched: int | None,
 ) -> bool:
     """Append the vectors of ``rowids`` as the memories hold them (zeros for a memory deleted
     since the image: the refresh kills it); whether they are whole vectors, each finite and
-    of unit length. ``unchanged``: the
-    change log names no memory since the image, so the memories up to its mark are its own,
-    in its order."""
+    of unit length (checked unless their CRC-32 is ``vouched``, the image's). ``unchanged``:
+    the change log names no memory since the image, so the memories up to its mark are its
+    own, in its order."""
     read, blobs = vectors_upto(connection, index.mark.rowid, rowids=not unchanged)
     if read is not None and read != rowids:
         at = {rowid: i for i, rowid in enumerate(read)}
@@ -267,7 +300,10 @@ def _vectors(
         blobs = [bytes(placed)]
     if sum(map(len, blobs)) != VECTOR_BYTES * len(rowids):
         return False
-    if any(first_not_unit(blob, VECTOR_BYTES) is not None for blob in blobs):
+    crc = 0
+    for blob in blobs:
+        crc = zlib.crc32(blob, crc)
+    if crc != vouched and any(first_not_unit(blob, VECTOR_BYTES) is not None for blob in blobs):
         return False  # the image is left: the full load names the memory
     index.append_vectors(blobs)
     return True

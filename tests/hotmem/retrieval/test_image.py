@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -233,3 +234,53 @@ def test_postings_are_added_only_to_the_image_they_belong_to(path: Path) -> None
         fresh.postings(connection, "memories_fts", token)
         assert postings(loaded, "memories_fts", token) == postings(fresh, "memories_fts", token)
     connection.close()
+
+
+def _header_crc(path: Path) -> object:
+    connection = sqlite3.connect(path)
+    try:
+        raw = connection.execute("SELECT data FROM hotmem_index WHERE part = 'header'").fetchone()
+        return json.loads(raw[0])["vectors_crc32"]
+    finally:
+        connection.close()
+
+
+def _stored_crc(path: Path) -> int:
+    """The CRC-32 of the memories' hash-v1 vectors, by rowid."""
+    connection = sqlite3.connect(path)
+    try:
+        rows = connection.execute("SELECT embedding FROM memories ORDER BY rowid").fetchall()
+        return zlib.crc32(b"".join(row[0] for row in rows))
+    finally:
+        connection.close()
+
+
+def test_the_image_vouches_for_its_vectors_by_their_crc(path: Path) -> None:
+    _searched(path)
+    assert _header_crc(path) == _stored_crc(path)
+    # memories deleted, then enough added for the image to be written again by an index
+    # holding dead positions: the CRC is that of the live memories' vectors, in order
+    with hotmem.open_store(path, accelerator="off") as store:
+        hotmem.search_memories(store, "invoice")
+        for memory_id in ("m0003", "m0004", "m0150"):
+            store.delete(memory_id)
+        _fill(store, 300, 4096)
+        hotmem.search_memories(store, "invoice")
+    assert _header_crc(path) == _stored_crc(path)
+    loaded = _imaged(path)
+    assert loaded is not None
+    assert view(loaded) == _fresh_view(path)
+
+
+def test_vectors_that_are_not_the_vouched_ones_are_checked(path: Path) -> None:
+    _searched(path)
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("DROP TRIGGER memories_changes_update")  # no log entry
+    connection.execute("UPDATE memories SET embedding = zeroblob(256) WHERE memory_id = 'm0007'")
+    connection.close()
+    # the zero vector is sound: the image is used, its CRC no longer matches, and the vectors
+    # were checked; searching gives the full load's answer
+    assert _header_crc(path) != _stored_crc(path)
+    loaded = _imaged(path)
+    assert loaded is not None
+    assert view(loaded) == _fresh_view(path)
