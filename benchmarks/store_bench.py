@@ -32,8 +32,8 @@ this machine, not guarantees.
 ``cold_start.py`` says) and raw SQLite: at each size, a store already holding that many heavy
 memories gets ``--adds`` single adds (``store.add``; the public ``hotmem.swap.add_memory``),
 timed after one untimed add (lazy imports and first statements),
-and an empty store ingests a JSONL file of that many memories (``hotmem import``'s own reader
-and ``store.add_stream``, in a fresh process and in one that has numpy loaded, where the batch
+and an empty store ingests a JSONL file of that many memories (``hotmem import FILE`` itself,
+run by ``hotmem.cli.main`` in a fresh process and in one that has numpy loaded, where the batch
 embedding runs; and the API alone: ``json.loads`` of each line into ``add_stream``; the public
 ``hotmem.swap.hydrate``). Raw SQLite runs on a copy of
 our store (same schema, triggers and pragmas): one ``BEGIN IMMEDIATE``, ``INSERT`` and
@@ -239,16 +239,19 @@ WRITE_CHILDREN = {
     "ours": r"""
 import json, sys, time
 import hotmem
-try:  # hotmem import's reader: its records (since issue 33), or the memories (before)
-    from hotmem.cli.importing import jsonl_memories
-    def memories(source): return (record.value for record in jsonl_memories(source, []))
-except ImportError:
-    from hotmem.cli.memories import jsonl_memories
-    def memories(source): return jsonl_memories(source, [])
 mode, path, source, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 if mode.endswith("-numpy"):  # a process that has numpy loaded: the batch embedding
     import numpy
     mode = mode.removesuffix("-numpy")
+if mode == "bulk":  # what `hotmem import FILE` runs: read, validate, add, in one transaction
+    from hotmem.cli import main
+    start = time.process_time()
+    assert main(["--db", path, "import", source]) == 0
+    cpu = time.process_time() - start
+    with hotmem.open_store(path) as store:
+        assert len(store) >= count
+    print(cpu)
+    sys.exit(0)
 with hotmem.open_store(path) as store:
     if mode == "add":
         with open(source) as lines:
@@ -258,9 +261,10 @@ with hotmem.open_store(path) as store:
         start = time.process_time()
         for m in items:
             store.add(m["fact"], identifier=m["identifier"], importance=m["importance"])
-    else:
+    else:  # bulk-api: the library's own path
         start = time.process_time()
-        store.add_stream(memories(source))
+        with open(source) as lines:
+            store.add_stream(json.loads(line) for line in lines)
     cpu = time.process_time() - start
     assert len(store) >= count
 print(cpu)

@@ -238,3 +238,39 @@ def test_every_error_class_has_one_exit_code_and_one_line(
 def test_an_error_outside_the_table_is_a_bug_and_propagates() -> None:
     with pytest.raises(KeyError, match="RuntimeError"):
         cli.exit_code(RuntimeError("bug"))
+
+
+def test_import_validates_each_line_once_and_stores_what_it_validated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hotmem.cli.importing
+    import hotmem.models
+
+    calls: list[object] = []
+    real = hotmem.models.memory_from_mapping
+
+    def counted(record: object, **kwargs: object) -> hotmem.Memory:
+        calls.append(record)
+        return real(record, **kwargs)  # type: ignore[arg-type]
+
+    # the import command's own check, and the store's (which an import no longer runs)
+    monkeypatch.setattr(hotmem.cli.importing, "memory_from_mapping", counted)
+    monkeypatch.setattr(hotmem.models, "memory_from_mapping", counted)
+    source = tmp_path / "m.jsonl"
+    source.write_text(
+        '{"fact": "one", "identifier": "a", "memory_id": "m-1", '
+        '"created_at": "2026-01-02T03:04:05Z"}\n'
+        '{"fact": "two", "identifier": "b", "tags": ["t"], "importance": 0.9}\n'
+    )
+    db = tmp_path / "s.db"
+    assert run(capsys, "--db", str(db), "import", str(source))[:2] == (0, "imported 2 memories\n")
+    assert len(calls) == 2
+    with hotmem.open_store(db) as store:
+        one, [two] = store.get("m-1"), list(store.iter_memories(identifier="b"))
+    assert (one.fact, one.identifier) == ("one", "a")
+    assert one.created_at.isoformat() == "2026-01-02T03:04:05+00:00"
+    assert (two.fact, two.tags, two.importance) == ("two", ("t",), 0.9)
+    assert (
+        two.memory_id
+        == hotmem.models.make_memory("two", identifier="b", created_at=two.created_at).memory_id
+    )

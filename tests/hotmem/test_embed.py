@@ -120,6 +120,7 @@ def test_pack_round_trip_is_little_endian_float32() -> None:
 def test_embed_matches_the_documented_rule(text: str) -> None:
     vector = embed(text)
     assert vector == reference_embed(text)
+    assert embed_bytes(text) == struct.pack("<64f", *vector)  # packed directly, same bits
     norm = math.sqrt(sum(x * x for x in vector))
     assert norm == 0.0 or abs(norm - 1.0) < 1e-6
 

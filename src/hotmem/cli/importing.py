@@ -24,7 +24,7 @@ from hotmem.errors import DuplicateMemoryError, ValidationError
 from hotmem.jsonl import JsonlProblem, JsonlRecord, read_jsonl
 from hotmem.models import count_of, memory_from_mapping
 from hotmem.progress import Progress
-from hotmem.store.updates import Existing, ImportCounts
+from hotmem.store.updates import Existing, ImportCounts, Item
 
 __all__ = ["MAX_REPORTED_PROBLEMS", "cmd_import", "configure_import", "jsonl_memories"]
 
@@ -34,19 +34,23 @@ EXIT_OK = 0
 MAX_REPORTED_PROBLEMS = 20
 
 
-def _invalid(record: JsonlRecord) -> str | None:
+def _checked(record: JsonlRecord, position: int) -> Item | str:
+    """The record's memory validated (what the store's ``validated`` gives), or its problem."""
     try:
-        memory_from_mapping(record.value)
+        memory = memory_from_mapping(record.value)
     except ValidationError as exc:
         return f"{record.path}:{record.line}: {exc}"
-    return None
+    value = record.value  # a mapping: memory_from_mapping accepted it
+    given = (value.get("memory_id") is not None, value.get("created_at") is not None)
+    return Item(position, memory, *given)
 
 
 def jsonl_memories(
     source: str | BinaryIO, problems: list[str], *, name: str | None = None
-) -> Iterator[JsonlRecord]:
+) -> Iterator[tuple[JsonlRecord, Item]]:
     """The memories of a JSONL file (a path, or a binary stream called ``name``), read and
-    validated a line at a time.
+    validated a line at a time (once: the store takes the items as they are), each with its
+    record.
 
     Each problem is appended to ``problems`` as ``FILE:LINE: reason`` (``hotmem.read_jsonl``'s
     policy, then the memory's field rules), and nothing is yielded after the first one; at the
@@ -58,14 +62,16 @@ def jsonl_memories(
         UserInputError: the file has at least one problem.
     """
     total = 0
+    position = 0
     for item in read_jsonl(source, name=name):
-        problem = str(item) if isinstance(item, JsonlProblem) else _invalid(item)
-        if problem is not None:
+        checked = str(item) if isinstance(item, JsonlProblem) else _checked(item, position)
+        if isinstance(checked, str):
             total += 1
             if len(problems) < MAX_REPORTED_PROBLEMS:
-                problems.append(problem)
+                problems.append(checked)
         elif not total and isinstance(item, JsonlRecord):
-            yield item
+            position += 1
+            yield item, checked
     if total:
         more = total - len(problems)
         tail = [f"... and {more} more problem{'s' if more != 1 else ''}"] if more else []
@@ -88,23 +94,23 @@ def _opened(path: str, stack: ExitStack) -> tuple[str | BinaryIO, int | None]:
 
 
 def _read(
-    records: Iterator[JsonlRecord],
+    records: Iterator[tuple[JsonlRecord, Item]],
     lines: array[int],
     stream: object,
     size: int | None,
     progress: Progress,
-) -> Iterator[dict[str, object]]:
-    """The records' values; each line number noted in ``lines`` (by position), the bytes
-    read so far (of ``size``) shown by ``progress``, or the records read when the size is not
-    known (stdin)."""
+) -> Iterator[Item]:
+    """The records' validated items; each line number noted in ``lines`` (by position), the
+    bytes read so far (of ``size``) shown by ``progress``, or the records read when the size
+    is not known (stdin)."""
     tell = getattr(stream, "tell", None) if size is not None else None
-    for record in records:
+    for record, item in records:
         lines.append(record.line)
         if tell is not None:
             progress(tell(), size)
         else:
             progress(len(lines))
-        yield record.value
+        yield item
 
 
 def _summary(counts: ImportCounts) -> str:
@@ -139,7 +145,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         progress = stack.enter_context(Progress("hotmem: importing", unit=unit))
         try:
             with created_store(args) as store:
-                counts = store.import_stream(
+                counts = store._import_items(
                     _read(chain([first], records), lines, source, size, progress), existing=existing
                 )
         except DuplicateMemoryError as exc:

@@ -99,6 +99,8 @@ class _SlotMap(dict[str, int]):
 _SLOTS = _SlotMap()
 _SLOT_CACHE_LIMIT = 1 << 18
 _ZERO = (0.0,) * DIMENSION
+_ZERO_BYTES = bytes(4 * DIMENSION)
+_BIG_ENDIAN = sys.byteorder == "big"
 
 
 def normalise_text(text: str) -> str:
@@ -137,16 +139,11 @@ class _WordSlotMap(dict[str, tuple[int, ...]]):
 _WORD_SLOTS = _WordSlotMap()
 
 
-def embed(text: str) -> tuple[float, ...]:
-    """Embed ``text`` with ``hotmem-hash-v1``.
-
-    Returns:
-        64 floats, each exactly representable as float32, with L2 norm 1 (within float32
-        rounding), or 64 zeros when the text has no letters, marks or numbers.
-    """
+def _rounded(text: str) -> array[float] | None:
+    """:func:`embed`'s vector as float32 values (``None`` for the zero vector)."""
     normalised = normalise_text(text)
     if not normalised:
-        return _ZERO
+        return None
     # The trigrams of " w1 w2 ... " are those of each " w " plus one "x y" per word boundary
     # (last letter, space, first letter): word-level caching keeps slicing off the hot path.
     words = normalised.split(" ")
@@ -159,10 +156,21 @@ def embed(text: str) -> tuple[float, ...]:
     counts = list(map(sub, signed[:DIMENSION], signed[DIMENSION:]))
     squared = sum(map(mul, counts, counts))
     if not squared:
-        return _ZERO
+        return None
     norm = math.sqrt(squared)
     # Round through float32 so the in-memory vector equals the stored one bit for bit.
-    return tuple(array("f", map(truediv, counts, repeat(norm))))
+    return array("f", map(truediv, counts, repeat(norm)))
+
+
+def embed(text: str) -> tuple[float, ...]:
+    """Embed ``text`` with ``hotmem-hash-v1``.
+
+    Returns:
+        64 floats, each exactly representable as float32, with L2 norm 1 (within float32
+        rounding), or 64 zeros when the text has no letters, marks or numbers.
+    """
+    rounded = _rounded(text)
+    return _ZERO if rounded is None else tuple(rounded)
 
 
 def pack_vector(vector: tuple[float, ...] | list[float]) -> bytes:
@@ -177,7 +185,12 @@ def unpack_vector(blob: bytes) -> tuple[float, ...]:
 
 def embed_bytes(text: str) -> bytes:
     """Embed ``text`` and return the packed little-endian float32 vector."""
-    return pack_vector(embed(text))
+    rounded = _rounded(text)
+    if rounded is None:
+        return _ZERO_BYTES
+    if _BIG_ENDIAN:
+        rounded.byteswap()
+    return rounded.tobytes()
 
 
 def embed_many_bytes(texts: Sequence[str]) -> list[bytes]:

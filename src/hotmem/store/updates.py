@@ -287,7 +287,18 @@ class Updates:
             raise ValidationError(f"existing must be one of {EXISTING}; found {existing!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValidationError(f"batch_size must be a positive integer; found {batch_size!r}")
-        batches = inserts.batches(validated(memories, self._clock), batch_size)
+        return self._import_items(
+            validated(memories, self._clock), existing=existing, batch_size=batch_size
+        )
+
+    def _import_items(
+        self, items: Iterable[Item], *, existing: Existing = "refuse", batch_size: int = ADD_BATCH
+    ) -> ImportCounts:
+        """:meth:`import_stream` of items validated already: ``validated``'s, or those of
+        ``hotmem import``, which validates each line once to list every problem of a file
+        (``hotmem.cli.importing``). Arguments checked and errors as :meth:`import_stream`'s:
+        not a public method, since an :class:`Item` vouches for its memory."""
+        batches = inserts.batches(items, batch_size)
         first = next(batches, None)
         if first is None:
             return ImportCounts()
