@@ -63,6 +63,20 @@ def test_first_not_unit_is_the_same_with_numpy_loaded() -> None:
     # past the first rows widened at once (4,096), and the first of two bad ones
     late = UNIT * 5000 + _scaled(UNIT, 0.5) + UNIT + _scaled(UNIT, 2.0)
     assert first_not_unit(late, 16) == 5000
+    for bad in (_nan(UNIT), struct.pack("<4f", -math.inf, 0, 0, 0), _scaled(UNIT, 1e30)):
+        assert first_not_unit(UNIT * 70 + bad + UNIT, 16) == 70
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_the_first_unsound_vector_is_found_whatever_is_wrong_with_it(many: bool) -> None:
+    if many:  # 64 vectors and more: numpy's, once loaded
+        pytest.importorskip("numpy")
+    lead = UNIT * (100 if many else 1)
+    at = len(lead) // 16
+    # a norm off the bound before a NaN, and the other way round: the first of the two
+    assert first_not_unit(lead + _scaled(UNIT, 1.5) + _nan(UNIT), 16) == at
+    assert first_not_unit(lead + _nan(UNIT) + _scaled(UNIT, 1.5), 16) == at
+    assert first_not_unit(lead + bytes(16) + UNIT, 16) is None
 
 
 def test_vector_breach_says_what_is_wrong() -> None:

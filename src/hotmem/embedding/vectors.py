@@ -72,15 +72,17 @@ def _sound(norm: float) -> bool:
 
 
 def _first_unsound_numpy(vectors: bytes, dimension: int, np: Any) -> int | None:
-    """``first_not_unit``'s answer for finite vectors, by numpy: norms in double precision,
-    a few MB widened at a time (faster, and no copy of the whole as float64)."""
+    """``first_not_unit``'s answer by numpy: norms in double precision, a few MB widened at a
+    time (faster, and no copy of the whole as float64). A NaN or an infinity makes its
+    vector's norm NaN or infinite, which the test of the norm refuses."""
     rows = np.frombuffer(vectors, dtype="<f4").reshape(-1, dimension)
-    for start in range(0, len(rows), _WIDENED):
-        wide = rows[start : start + _WIDENED].astype(np.float64)
-        norms = np.sqrt(np.einsum("ij,ij->i", wide, wide))
-        bad = np.flatnonzero((norms != 0.0) & (np.abs(norms - 1.0) > NORM_TOLERANCE))
-        if len(bad):
-            return start + int(bad[0])
+    with np.errstate(all="ignore"):
+        for start in range(0, len(rows), _WIDENED):
+            wide = rows[start : start + _WIDENED].astype(np.float64)
+            norms = np.sqrt(np.einsum("ij,ij->i", wide, wide))
+            bad = np.flatnonzero((norms != 0.0) & ~(np.abs(norms - 1.0) <= NORM_TOLERANCE))
+            if len(bad):
+                return start + int(bad[0])
     return None
 
 
@@ -91,16 +93,15 @@ def first_not_unit(vectors: bytes, width: int) -> int | None:
     size first.)"""
     if not vectors:
         return None
-    if not all_finite(vectors):
-        values = floats(vectors)
-        bad = next(i for i, value in enumerate(values) if not math.isfinite(value))
-        return bad // (width // 4)
     dimension = width // 4
     numpy = sys.modules.get("numpy")
     if numpy is not None and len(vectors) >= 64 * width:
         return _first_unsound_numpy(vectors, dimension, numpy)
+    # math.hypot of a vector holding a NaN or an infinity is NaN or infinite: not sound. The
+    # bounds of the norms tell when all are sound, provided none is NaN (all_finite).
     norms = list(starmap(math.hypot, struct.Struct(f"<{dimension}f").iter_unpack(vectors)))
-    if min(norms) >= 1.0 - NORM_TOLERANCE and max(norms) <= 1.0 + NORM_TOLERANCE:
+    bounded = min(norms) >= 1.0 - NORM_TOLERANCE and max(norms) <= 1.0 + NORM_TOLERANCE
+    if bounded and all_finite(vectors):
         return None
     return next((i for i, norm in enumerate(norms) if not _sound(norm)), None)
 
