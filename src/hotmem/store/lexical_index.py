@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from hotmem.store.fts import cjk_index_text
+
+if TYPE_CHECKING:
+    from hotmem.progress import ProgressCallback
 
 __all__ = [
     "CHECK_CJK_INTEGRITY",
@@ -38,6 +41,7 @@ _INSERT_BY_ID = (
 )
 _INSERT = "INSERT INTO memories_cjk (rowid, grams) VALUES (?, ?)"
 _FACTS = "SELECT rowid, fact FROM memories"
+_FACTS_A_CHUNK = 4096  # facts read at a time (a progress call after each chunk)
 _REBUILD_WORDS = "INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')"
 #: Looking a term up reads a leaf of each segment of an index, as every search does.
 _PROBE = "SELECT rowid FROM {0} WHERE {0} MATCH '\"hotmem\"' LIMIT 1"
@@ -61,12 +65,24 @@ def index_grams(connection: sqlite3.Connection, memories: Iterable[tuple[str, st
         connection.executemany(_INSERT_BY_ID, rows)
 
 
-def _expected(connection: sqlite3.Connection) -> dict[int, str]:
-    return {
-        rowid: grams
-        for rowid, fact in connection.execute(_FACTS)
-        if (grams := _grams(fact)) is not None
-    }
+def _expected(
+    connection: sqlite3.Connection, progress: ProgressCallback | None = None
+) -> dict[int, str]:
+    """The grams of every fact with any, by rowid; ``progress(facts read, facts)``."""
+    total = None
+    if progress is not None:
+        total = int(connection.execute("SELECT count(*) FROM memories").fetchone()[0])
+    cursor = connection.execute(_FACTS)
+    expected: dict[int, str] = {}
+    done = 0
+    while rows := cursor.fetchmany(_FACTS_A_CHUNK):
+        expected.update(
+            (rowid, grams) for rowid, fact in rows if (grams := _grams(fact)) is not None
+        )
+        done += len(rows)
+        if progress is not None:
+            progress(done, total)
+    return expected
 
 
 def chunk_grams(first_rowid: int, facts: Sequence[str]) -> list[tuple[int, str]]:
@@ -81,14 +97,20 @@ def chunk_grams(first_rowid: int, facts: Sequence[str]) -> list[tuple[int, str]]
     ]
 
 
-def rebuild(connection: sqlite3.Connection, grams: Iterable[tuple[int, str]] | None = None) -> None:
+def rebuild(
+    connection: sqlite3.Connection,
+    grams: Iterable[tuple[int, str]] | None = None,
+    *,
+    progress: ProgressCallback | None = None,
+) -> None:
     """Rebuild both lexical indexes from the facts, inside the caller's transaction; ``grams``
     are the ``(rowid, grams)`` of the facts with any, in rowid order, when the caller derived
-    them already (``chunk_grams``), instead of reading every fact back."""
+    them already (``chunk_grams``), instead of reading every fact back (``progress`` is then
+    called with the facts read and their number; the word index is one statement)."""
     connection.execute(_REBUILD_WORDS)
     connection.execute("DELETE FROM memories_cjk")
     connection.executemany(
-        _INSERT, sorted(_expected(connection).items()) if grams is None else grams
+        _INSERT, sorted(_expected(connection, progress).items()) if grams is None else grams
     )
 
 

@@ -359,14 +359,16 @@ def open_store(
     """Open (creating if needed) the HotMem store at ``path``; ``":memory:"`` is allowed.
 
     Only ``path`` (and, beside it, SQLite's ``-wal`` and ``-shm`` files while the store is
-    open) is touched. ``clock`` supplies ``created_at`` for memories added without one (the
-    system clock when ``None``).
+    open, and ``path.migrating`` while this process migrates it) is touched. ``clock``
+    supplies ``created_at`` for memories added without one (the system clock when ``None``).
     ``busy_timeout`` is how many seconds a write waits for another connection's write lock.
     ``accelerator`` chooses the vector scan: ``"auto"`` (numpy when installed, the ``fast``
     extra), ``"numpy"`` or ``"off"``; search results are bit-identical whichever runs.
     ``model_dir`` is passed to every embedder the store loads (``hotmem.get_embedder``).
     Several processes may open one store at once (``docs/concurrency.md``); a store left
-    half set up by a killed process is completed, and one of an older schema migrated.
+    half set up by a killed process is completed, and one of an older schema migrated; a
+    process opening a store another is migrating waits for that migration while it is alive,
+    saying so on stderr.
     A store whose default profile needs an extra that is not installed is refused with the
     install hint before any search (``check_default_profile=False``: opened anyway).
 

@@ -24,14 +24,15 @@ the full-text index tokenizes rebuilds it (``lexical_index.rebuild``).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from hotmem.errors import StoreError
 from hotmem.progress import Progress
-from hotmem.store.schema import SCHEMA_VERSION
 
-__all__ = ["MIGRATIONS", "Migration", "migrate", "setup_lock_refusal"]
+if TYPE_CHECKING:
+    from hotmem.store.migration_progress import Publisher
+
+__all__ = ["MIGRATIONS", "Migration", "migrate"]
 
 Migration = Callable[[sqlite3.Connection], None]
 # Stores at least this large say on stderr that they are migrating (when it is a terminal).
@@ -218,12 +219,15 @@ MIGRATIONS: dict[int, Migration] = {
 }
 
 
-def migrate(connection: sqlite3.Connection, found: int, to: int) -> None:
+def migrate(
+    connection: sqlite3.Connection, found: int, to: int, status: Publisher | None = None
+) -> None:
     """Run ``MIGRATIONS[found]`` .. ``MIGRATIONS[to - 1]`` inside the caller's transaction.
 
     A store of ``_ANNOUNCE_ROWS`` memories or more says so on stderr, when stderr is a
     terminal (``hotmem.Progress``): rebuilding its indexes takes a while (about a second per
-    100,000 memories).
+    100,000 memories). Each migration is a step of ``status`` (the progress other processes
+    read, ``migration_progress``).
     """
     if found >= to:
         return
@@ -237,35 +241,8 @@ def migrate(connection: sqlite3.Connection, found: int, to: int) -> None:
     if announce:
         progress()
     for step in range(found, to):
+        if status is not None:
+            status.step(f"schema {step} to {step + 1}")
         MIGRATIONS[step](connection)
     if announce:
         progress.close(f"hotmem: store migrated to schema {to}")
-
-
-@contextmanager
-def setup_lock_refusal(
-    target: str, meta: dict[str, str] | None, busy_timeout: float
-) -> Iterator[None]:
-    """Say that a migration is most likely running when a store that needs one (or needs
-    completing) cannot take the write lock within the busy timeout: the process that holds
-    it is, most often, migrating the same store (20 s for 200,000 memories), and a plain
-    "another connection's write lock" sent users looking for a writer that was not there.
-    Other errors pass through (``sqlerrors`` words them).
-    """
-    try:
-        yield
-    except sqlite3.OperationalError as exc:
-        if not (getattr(exc, "sqlite_errorname", "") or "").startswith("SQLITE_BUSY"):
-            raise
-        found = (meta or {}).get("schema_version")
-        needs = (
-            f"a migration from schema_version={found} to {SCHEMA_VERSION}"
-            if found is not None and found.isdecimal() and int(found) < SCHEMA_VERSION
-            else "setting up"
-        )
-        raise StoreError(
-            f"cannot open store {target!r}: it needs {needs}, and another process held the "
-            f"store's write lock past the busy timeout ({busy_timeout:g} s), most likely doing "
-            "exactly that (about 20 s for 200,000 memories, announced on its stderr); retry "
-            "when it is done, or open the store with a longer busy_timeout"
-        ) from None

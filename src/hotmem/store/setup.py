@@ -19,12 +19,14 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 from hotmem.errors import StoreError
 from hotmem.fields import shown
 from hotmem.store import changes, lexical_index, schema, spaces
-from hotmem.store.migrations import migrate, setup_lock_refusal
+from hotmem.store.migration_progress import Publisher, take_setup_lock
+from hotmem.store.migrations import migrate
 from hotmem.store.sqlerrors import translated
 
 __all__ = [
@@ -121,6 +123,7 @@ def use_wal(
         connection.execute(f"PRAGMA journal_size_limit = {_JOURNAL_SIZE_LIMIT}")
 
 
+@dataclass(frozen=True, slots=True)
 class Inspection:
     """What a database holds, as far as setting it up as a store is concerned.
 
@@ -133,33 +136,11 @@ class Inspection:
             write's transaction, or after an old or foreign writer left one behind).
     """
 
-    __slots__ = ("deferred", "has_memories", "meta", "objects", "triggers")
-
     objects: frozenset[str]
     triggers: dict[str, str]
     meta: dict[str, str] | None
     has_memories: bool
     deferred: bool
-
-    def __init__(
-        self,
-        objects: frozenset[str],
-        triggers: dict[str, str],
-        meta: dict[str, str] | None,
-        has_memories: bool,
-        deferred: bool,
-    ) -> None:
-        self.objects = objects
-        self.triggers = triggers
-        self.meta = meta
-        self.has_memories = has_memories
-        self.deferred = deferred
-
-    def __repr__(self) -> str:
-        return (
-            f"Inspection(objects={self.objects!r}, triggers={self.triggers!r}, "
-            f"meta={self.meta!r}, has_memories={self.has_memories!r}, deferred={self.deferred!r})"
-        )
 
 
 def _collapsed(sql: str) -> str:
@@ -269,11 +250,11 @@ def initialise(connection: sqlite3.Connection, *, with_triggers: bool = True) ->
             connection.execute(sql)
 
 
-def _create(connection: sqlite3.Connection, _found: Inspection) -> None:
+def _create(connection: sqlite3.Connection, _found: Inspection, _status: Publisher) -> None:
     initialise(connection)
 
 
-def _reinitialise(connection: sqlite3.Connection, found: Inspection) -> None:
+def _reinitialise(connection: sqlite3.Connection, found: Inspection, _status: Publisher) -> None:
     for name in sorted(found.objects & set(schema.TRIGGERS)):
         connection.execute(f"DROP TRIGGER {name}")
     for index in ("memories_fts", "memories_cjk"):
@@ -295,16 +276,18 @@ def _reinitialise(connection: sqlite3.Connection, found: Inspection) -> None:
     initialise(connection)
 
 
-def _complete(connection: sqlite3.Connection, found: Inspection) -> None:
+def _complete(connection: sqlite3.Connection, found: Inspection, status: Publisher) -> None:
     meta = found.meta or {}
     version = int(meta.get("schema_version", schema.SCHEMA_VERSION))
+    status.begin(version, schema.SCHEMA_VERSION, steps=schema.SCHEMA_VERSION - version + 1)
     indexes = {
         "memories_fts": {"memories_fts", *schema.FTS_SHADOW_TABLES},
         "memories_cjk": {"memories_cjk", *schema.CJK_SHADOW_TABLES},
     }
     lexical = set().union(*indexes.values())
     stale = found.deferred or not (lexical | set(schema.TRIGGERS)) <= found.objects
-    migrate(connection, version, schema.SCHEMA_VERSION)
+    migrate(connection, version, schema.SCHEMA_VERSION, status)
+    status.step("completing the indexes")
     now = inspect(connection)
     for index, objects in indexes.items():
         if not objects <= now.objects:  # the index or a shadow table is missing: recreate
@@ -323,7 +306,7 @@ def _complete(connection: sqlite3.Connection, found: Inspection) -> None:
             connection.execute(f"DROP TRIGGER IF EXISTS {name}")
             connection.execute(sql)
     if stale:
-        lexical_index.rebuild(connection)
+        lexical_index.rebuild(connection, progress=status.rows)
     connection.execute(changes.EVERY_MEMORY_CHANGED)  # derived data may have been rebuilt
     connection.execute(schema.RESUME_FTS)
     if not any(space.name == spaces.HASH_SPACE.name for space in spaces.read_spaces(connection)):
@@ -334,11 +317,22 @@ def _complete(connection: sqlite3.Connection, found: Inspection) -> None:
     )
 
 
-_ACTIONS: dict[Action, Callable[[sqlite3.Connection, Inspection], None]] = {
+_ACTIONS: dict[Action, Callable[[sqlite3.Connection, Inspection, Publisher], None]] = {
     "create": _create,
     "reinitialise": _reinitialise,
     "complete": _complete,
 }
+
+
+def _read_plan(connection: sqlite3.Connection, target: str) -> tuple[Inspection, Action]:
+    """Inspect the database and :func:`plan` its setup, in one read transaction."""
+    connection.execute("BEGIN")
+    try:
+        found = inspect(connection)
+        return found, plan(found, target)
+    finally:
+        if connection.in_transaction:  # SQLite may have rolled back after an error
+            connection.execute("COMMIT")
 
 
 def setup(
@@ -349,40 +343,38 @@ def setup(
     A read transaction decides; a database that is not refused is put in WAL mode
     (:func:`use_wal`); when there is work, one ``BEGIN IMMEDIATE`` transaction
     inspects again (another process may have done it meanwhile), does it, checks the result
-    and commits. Nothing is changed when it raises.
+    and commits. Waiting for that lock, the process follows another's migration and stops
+    waiting once the store is ready (``migration_progress``); a migration publishes its
+    progress beside the store. Nothing is changed when it raises.
 
     Raises:
         StoreError: the database is not a compatible HotMem store, or cannot be written.
     """
     with translated(target, "open", busy_timeout):
-        connection.execute("BEGIN")
-        try:
-            first = inspect(connection)
-            action = plan(first, target)
-        finally:
-            if connection.in_transaction:  # SQLite may have rolled back after an error
-                connection.execute("COMMIT")
+        first, action = _read_plan(connection, target)
     # Only a database that will be used gets WAL (a refused one is left exactly as it was).
     use_wal(connection, target, busy_timeout=busy_timeout)
     if action == "ready":
         return
     with translated(target, "set up", busy_timeout):
-        with setup_lock_refusal(target, first.meta, busy_timeout):
-            connection.execute("BEGIN IMMEDIATE")
-        try:
-            found = inspect(connection)
-            action = plan(found, target)
-            if action != "ready":
-                _ACTIONS[action](connection, found)
-                after = inspect(connection)
-                _check_meta(after.meta or {}, target, complete=True)
-                if not _ready(after):
-                    raise StoreError(f"cannot set up store {target!r}: it is still incomplete")
-            connection.execute("COMMIT")
-        except BaseException:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            raise
+        ready = lambda: _read_plan(connection, target)[1] == "ready"  # noqa: E731
+        if not take_setup_lock(connection, target, first.meta, busy_timeout, ready):
+            return  # another process set it up meanwhile
+        with Publisher(target) as status:
+            try:
+                found = inspect(connection)
+                action = plan(found, target)
+                if action != "ready":
+                    _ACTIONS[action](connection, found, status)
+                    after = inspect(connection)
+                    _check_meta(after.meta or {}, target, complete=True)
+                    if not _ready(after):
+                        raise StoreError(f"cannot set up store {target!r}: it is still incomplete")
+                connection.execute("COMMIT")
+            except BaseException:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                raise
 
 
 def incompatibility(connection: sqlite3.Connection, target: str) -> str | None:
