@@ -132,8 +132,11 @@ def top(scored: Sequence[tuple[float, int]], limit: int, names: Names) -> list[t
     """
     if not scored:
         return []
-    cutoff = heapq.nlargest(limit, scored)[-1][0]
-    contenders = [item for item in scored if item[0] >= cutoff]
+    if limit >= len(scored):  # every pair is in the answer
+        contenders = list(scored)
+    else:
+        cutoff = heapq.nlargest(limit, scored)[-1][0]
+        contenders = [item for item in scored if item[0] >= cutoff]
     contenders.sort(key=lambda item: -item[0])
     values = [value for value, _ in contenders]
     tied = [
