@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import polars as pl
 import pyarrow as pa
 
 import hotmem
 from hotmem_eval.errors import EvalError
 from hotmem_eval.fixture_schema import RELEVANT_GRADE
-from hotmem_eval.runner import rows_by_query
 
 __all__ = [
     "MISSES_SCHEMA",
@@ -181,10 +181,10 @@ def attribute_misses(
     for row in qrels.to_pylist():
         if row["grade"] >= relevant_grade:
             relevant.setdefault(row["query_id"], {})[row["memory_id"]] = row["grade"]
-    returned = {
-        query_id: {row["memory_id"] for row in rows if row["rank"] <= top_k}
-        for query_id, rows in rows_by_query(results).items()
-    }
+    returned: dict[str, set[str]] = {}
+    top = pl.DataFrame(results).filter(pl.col("rank") <= top_k)
+    for query_id, memory_id in top.select("query_id", "memory_id").iter_rows():
+        returned.setdefault(query_id, set()).add(memory_id)
     chosen = profile if profile is not None else hotmem.PROFILES[hotmem.DEFAULT_PROFILE]
     misses: list[Miss] = []
     for query in queries.select(["query_id", "query", "identifier"]).to_pylist():

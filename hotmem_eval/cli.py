@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -248,6 +247,7 @@ def _evaluated(args: argparse.Namespace) -> tuple[dict[str, Any], Sequence[EvalR
 
 def _run(args: argparse.Namespace) -> int:
     from hotmem_eval import baseline as baseline_module
+    from hotmem_eval.json_text import dumps_indented
     from hotmem_eval.outputs import write_exports, write_text
     from hotmem_eval.report import render_markdown
     from hotmem_eval.report_cli import html_report
@@ -264,7 +264,7 @@ def _run(args: argparse.Namespace) -> int:
         write_text(args.baseline, baseline_module.dumps(normalised))
         print(f"baseline written: {args.baseline}", file=sys.stderr)
     if args.output:
-        text = json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        text = dumps_indented(result) + "\n"  # json.dumps(indent=2, sort_keys=True, ...)
         write_text(args.output, text)
     if args.report:
         write_text(args.report, markdown)

@@ -140,10 +140,12 @@ def timing_blocks(result: dict[str, Any]) -> list[Block]:
     """The run's timings (local diagnostics) and how the quantiles are taken."""
     t = result["timings"]
     latency = t["query_latency_ms"]
+    embedding = t["stages_s"].get("query_embedding")  # absent from results of earlier versions
     rows = [
         ("query latency p50 (ms)", _number(latency["p50"], ".3f")),
         ("query latency p95 (ms)", _number(latency["p95"], ".3f")),
         ("latency samples", latency["samples"]),
+        ("query embedding, before the searches (s)", _number(embedding, ".3f")),
         ("ingest (records/s)", _number(t["ingest_records_per_s"], ",.0f")),
         ("snapshot (records/s)", _number(t["snapshot_records_per_s"], ",.0f")),
         ("snapshot (MB/s)", _number(t["snapshot_mb_per_s"], ",.2f")),

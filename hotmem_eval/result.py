@@ -89,7 +89,8 @@ def queries_block(run: EvalRun) -> list[dict[str, Any]]:
     grades: dict[str, dict[str, int]] = {}
     for row in run.fixture.qrels.to_pylist():
         grades.setdefault(row["query_id"], {})[row["memory_id"]] = row["grade"]
-    slots = rows_by_query(run.results)
+    slots = rows_by_query(run.results.filter(pl.col("rank") <= run.top_k))
+    leaking = _leaking(run)
     misses: dict[str, list[Miss]] = {}
     for miss in run.misses:
         misses.setdefault(miss.query_id, []).append(miss)
@@ -101,9 +102,8 @@ def queries_block(run: EvalRun) -> list[dict[str, Any]]:
     for query in run.fixture.queries.to_pylist():
         query_id, scope = query["query_id"], query["identifier"]
         graded = grades.get(query_id, {})
-        ranked = slots.get(query_id, [])  # to the search depth (the largest cutoff)
-        returned = [r for r in ranked if r["rank"] <= run.top_k]
-        failures = _failures(bool(misses.get(query_id)), graded, scope, returned, ranked)
+        returned = slots.get(query_id, [])
+        failures = _failures(bool(misses.get(query_id)), graded, returned, query_id in leaking)
         entries.append(
             {
                 "query_id": query_id,
@@ -130,21 +130,29 @@ def queries_block(run: EvalRun) -> list[dict[str, Any]]:
     return entries
 
 
+def _leaking(run: EvalRun) -> set[str]:
+    """The scoped queries with a result, at any depth (the largest cutoff), from another
+    identifier than their scope."""
+    scopes = pl.DataFrame(run.fixture.queries.select(["query_id", "identifier"])).rename(
+        {"identifier": "_scope"}
+    )
+    leaked = run.results.join(scopes, on="query_id").filter(
+        pl.col("_scope").is_not_null() & (pl.col("identifier") != pl.col("_scope"))
+    )
+    return {str(q) for q in leaked["query_id"].to_list()}
+
+
 def _failures(
-    missed: bool,
-    graded: dict[str, int],
-    scope: str | None,
-    returned: list[dict[str, Any]],
-    ranked: list[dict[str, Any]],
+    missed: bool, graded: dict[str, int], returned: list[dict[str, Any]], leaked: bool
 ) -> list[str]:
-    """A query's failures: a relevant memory missed, results for a query with no answer, a
-    result (at any depth) from outside its scope."""
+    """A query's failures: a relevant memory missed, results (in the top k) for a query with
+    no answer, a result (at any depth) from outside its scope."""
     failures = []
     if missed:
         failures.append("missed_relevant")
     if returned and not any(g >= 1 for g in graded.values()):
         failures.append("false_positive")
-    if scope is not None and any(r["identifier"] != scope for r in ranked):
+    if leaked:
         failures.append("scope_leak")
     return failures
 

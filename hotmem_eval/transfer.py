@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pyarrow as pa
 
 import hotmem
@@ -54,27 +55,6 @@ print(len(found), flush=True)
 """
 
 
-def _slots(query_id: str, a: list[Any], b: list[Any]) -> list[dict[str, object]]:
-    """One comparison row per rank of either run's results for ``query_id``."""
-    rows: list[dict[str, object]] = []
-    for rank in range(1, max(len(a), len(b)) + 1):
-        x = a[rank - 1] if rank <= len(a) else None
-        y = b[rank - 1] if rank <= len(b) else None
-        rows.append(
-            {
-                "query_id": query_id,
-                "rank": rank,
-                "source_memory_id": x and x["memory_id"],
-                "hydrated_memory_id": y and y["memory_id"],
-                "source_score": x and x["score"],
-                "hydrated_score": y and y["score"],
-                "same_memory": bool(x and y and x["memory_id"] == y["memory_id"]),
-                "same_score": bool(x and y and x["score"] == y["score"]),
-            }
-        )
-    return rows
-
-
 def _drift(query_id: str, a: list[Any], b: list[Any]) -> dict[str, object]:
     """How the results of ``query_id`` differ: other ids, the same in another order, or other
     scores, and the largest score difference."""
@@ -90,21 +70,74 @@ def _drift(query_id: str, a: list[Any], b: list[Any]) -> dict[str, object]:
     }
 
 
+def _slotted(run: pa.Table, query_ids: list[str]) -> pl.DataFrame:
+    """The rows of ``run`` for ``query_ids``, each with its slot (its place in its query's
+    ranking, from 1) and its query's place in ``query_ids``."""
+    order = pl.DataFrame(
+        {"query_id": query_ids, "_query": range(len(query_ids))},
+        schema={"query_id": pl.String, "_query": pl.Int64},
+    )
+    return (
+        pl.DataFrame(run)
+        .join(order, on="query_id")
+        .sort("_query", "rank")
+        .with_columns(_slot=pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over("_query"))
+    )
+
+
+def _equal(slots: pl.DataFrame, column: str) -> pl.Expr:
+    """Whether ``column`` holds the same value in both runs, as Python's ``==`` says it (two
+    nulls are equal, a NaN equals nothing; polars would call two NaN equal)."""
+    equal = pl.col(column).eq_missing(pl.col(f"{column}_h"))
+    if slots.schema[column].is_float():
+        return equal & ~pl.col(column).is_nan().fill_null(False)
+    return equal
+
+
 def compare_results(
     source: pa.Table, hydrated: pa.Table, query_ids: list[str]
 ) -> tuple[pa.Table, tuple[dict[str, object], ...], int]:
-    """Compare two runs slot by slot; return the comparison rows, per-query drift, and the
-    number of queries whose ordered ids, scores and components are identical."""
-    before, after = rows_by_query(source), rows_by_query(hydrated)
-    rows: list[dict[str, object]] = []
-    drift: list[dict[str, object]] = []
-    for query_id in query_ids:
-        a, b = before.get(query_id, []), after.get(query_id, [])
-        rows += _slots(query_id, a, b)
-        if a != b:
-            drift.append(_drift(query_id, a, b))
-    equivalent = len(query_ids) - len(drift)
-    return pa.Table.from_pylist(rows, schema=TRANSFER_SCHEMA), tuple(drift), equivalent
+    """Compare two runs slot by slot; return the comparison rows (one per slot of either run,
+    in ``query_ids`` order), per-query drift, and the number of queries whose ordered ids,
+    scores and components are identical."""
+    before, after = _slotted(source, query_ids), _slotted(hydrated, query_ids)
+    columns = [c for c in before.columns if c not in ("query_id", "_query", "_slot")]
+    slots = before.join(after, on=["_query", "_slot"], how="full", suffix="_h", coalesce=True).sort(
+        "_query", "_slot"
+    )
+    both = pl.col("memory_id").is_not_null() & pl.col("memory_id_h").is_not_null()
+    slots = slots.with_columns(
+        same=pl.all_horizontal([both, *(_equal(slots, c) for c in columns)]),
+        same_memory=both & (pl.col("memory_id") == pl.col("memory_id_h")),
+        same_score=both & _equal(slots, "score"),
+    )
+    found = slots.select(
+        query_id=pl.coalesce("query_id", "query_id_h"),
+        rank="_slot",
+        source_memory_id="memory_id",
+        hydrated_memory_id="memory_id_h",
+        source_score="score",
+        hydrated_score="score_h",
+        same_memory="same_memory",
+        same_score="same_score",
+    ).to_dict(as_series=False)
+    comparison = pa.table(
+        {f.name: pa.array(found[f.name], type=f.type) for f in TRANSFER_SCHEMA},
+        schema=TRANSFER_SCHEMA,
+    )
+    drifted = set(slots.filter(~pl.col("same"))["_query"].to_list())
+    wanted = [query_ids[q] for q in sorted(drifted)]
+    a, b = _by_query(source, wanted), _by_query(hydrated, wanted)
+    drift = tuple(_drift(q, a.get(q, []), b.get(q, [])) for q in wanted)
+    return comparison, drift, len(query_ids) - len(drift)
+
+
+def _by_query(run: pa.Table, query_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """``rows_by_query`` of the rows of ``query_ids`` alone."""
+    if not query_ids:
+        return {}
+    frame = pl.DataFrame(run)
+    return rows_by_query(frame.filter(pl.col("query_id").is_in(query_ids)))
 
 
 def _fts_integrity(store: hotmem.MemoryStore) -> str:

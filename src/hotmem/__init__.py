@@ -77,7 +77,7 @@ _ORIGINS = {
     "hotmem.retrieval.rerank": ("MMR",),
     "hotmem.retrieval.results": ("Explanation", "ScoreComponents", "SearchResult"),
     "hotmem.retrieval.examine": ("explain",),
-    "hotmem.retrieval.search": ("search_memories",),
+    "hotmem.retrieval.search": ("prepare_queries", "search_memories"),
     "hotmem.snapshot": (
         "HydrationReport",
         "SnapshotProblem",
@@ -148,7 +148,7 @@ if _typing.TYPE_CHECKING:
     from hotmem.retrieval.request import MAX_LIMIT, SearchRequest
     from hotmem.retrieval.rerank import MMR
     from hotmem.retrieval.results import Explanation, ScoreComponents, SearchResult
-    from hotmem.retrieval.search import search_memories
+    from hotmem.retrieval.search import prepare_queries, search_memories
     from hotmem.snapshot import (
         HydrationReport,
         SnapshotProblem,
@@ -237,6 +237,7 @@ __all__ = [
     "import_profile",
     "open_store",
     "parse_timestamp",
+    "prepare_queries",
     "read_jsonl",
     "read_profiles",
     "search_memories",

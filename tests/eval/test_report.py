@@ -205,3 +205,18 @@ def test_the_result_carries_the_facts_the_report_quotes(result: dict[str, Any]) 
     referenced = {m for q in queries for m in q["relevance"]}
     referenced |= {r["memory_id"] for q in queries for r in q["results"]}
     assert result["facts"] == {m: corpus[m] for m in sorted(referenced)}
+
+
+def test_the_timings_show_the_query_embedding(result: dict[str, Any]) -> None:
+    """The baseline's query embedding before its searches, and "–" in a result of an earlier
+    version that has no such stage."""
+    stages = result["profiles"][0]["stages_s"]
+    assert list(stages) == ["metrics", "misses", "query_embedding", "search", "transfer"]
+    rows = [r for r in section(render_markdown(result), "Timings") if r.startswith("| query emb")]
+    assert rows == [
+        f"| query embedding, before the searches (s) | {stages['query_embedding']:.3f} |"
+    ]
+    earlier = copy.deepcopy(result)
+    del earlier["profiles"][0]["stages_s"]["query_embedding"]
+    rows = [r for r in section(render_markdown(earlier), "Timings") if r.startswith("| query emb")]
+    assert rows == ["| query embedding, before the searches (s) | – |"]

@@ -89,3 +89,61 @@ def test_a_run_is_one_shape_and_its_view_is_the_baseline(tmp_path: Path) -> None
     assert overall["scope"] == "overall"
     assert overall["value"] == result["profiles"][0]["metrics"]["overall"]["ndcg_at_k"]["value"]
     assert overall["ci_low"] <= overall["value"] <= overall["ci_high"]
+
+
+def test_the_failures_of_a_query_read_the_top_k_and_every_leak() -> None:
+    """``false_positive`` from the top k, ``scope_leak`` from a result at any depth (rank 7 of
+    a top 5 here), ``missed_relevant`` from the misses; the entry's results are the top k."""
+    from types import SimpleNamespace
+
+    import polars as pl
+    import pyarrow as pa
+
+    from hotmem_eval.result import queries_block
+    from hotmem_eval.runner import RESULTS_SCHEMA
+
+    def row(query_id: str, rank: int, identifier: str) -> dict[str, object]:
+        return {
+            "query_id": query_id,
+            "rank": rank,
+            "memory_id": f"m-{query_id}-{rank}",
+            "identifier": identifier,
+            "score": 1.0 / rank,
+            "cosine": 0.5,
+            "bm25_raw": None,
+            "bm25_normalised": 0.0,
+            "importance": 0.5,
+        }
+
+    results = [row("q1", 1, "a"), row("q1", 7, "b"), row("q2", 1, "a"), row("q2", 6, "a")]
+    results += [row("q3", 1, "b"), row("q4", 2, "a")]
+    queries = pa.Table.from_pylist(
+        [
+            {"query_id": q, "category": None, "query": f"text {q}", "identifier": scope}
+            for q, scope in [("q1", "a"), ("q2", "a"), ("q3", None), ("q4", None)]
+        ]
+    )
+    qrels = pa.Table.from_pylist(
+        [{"query_id": q, "memory_id": f"m-{q}-1", "grade": 2} for q in ("q1", "q2", "q3")]
+    )
+    fixture = SimpleNamespace(queries=queries, qrels=qrels)
+    per_query = pl.DataFrame(
+        {"query_id": ["q1"], "metric": ["ndcg_at_k"], "value": [1.0], "applicable": [True]}
+    )
+    run = SimpleNamespace(
+        fixture=fixture,
+        results=pl.DataFrame(pa.Table.from_pylist(results, schema=RESULTS_SCHEMA)),
+        misses=(SimpleNamespace(query_id="q3", to_dict=lambda: {"memory_id": "m-x"}),),
+        per_query=per_query,
+        top_k=5,
+    )
+    entries = queries_block(run)  # type: ignore[arg-type]
+    assert [(e["query_id"], e["failures"]) for e in entries] == [
+        ("q1", ["scope_leak"]),
+        ("q2", []),
+        ("q3", ["missed_relevant"]),
+        ("q4", ["false_positive"]),
+    ]
+    assert [[r["rank"] for r in e["results"]] for e in entries] == [[1], [1], [1], [2]]
+    assert entries[0]["metrics"] == {"ndcg_at_k": 1.0}
+    assert entries[2]["missed"] == [{"memory_id": "m-x"}]

@@ -75,6 +75,12 @@ def result(run_dir: Path) -> dict:
     return json.loads((run_dir / "out" / "result.json").read_text())
 
 
+def test_the_result_file_is_the_text_of_json_dumps(run_dir: Path, result: dict) -> None:
+    """The result is written by ``json_text.dumps_indented``: the bytes ``json.dumps`` gives."""
+    text = (run_dir / "out" / "result.json").read_text(encoding="utf-8")
+    assert text == json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 def test_output_validates_against_the_committed_schema(result: dict) -> None:
     jsonschema.validate(result, SCHEMA)
     assert result["schema_version"] == 3

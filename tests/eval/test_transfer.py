@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hotmem
 from hotmem_eval.attribution import attribute_misses
 from hotmem_eval.fixtures import load_fixture
 from hotmem_eval.ingest import open_fixture_store
-from hotmem_eval.runner import RESULTS_SCHEMA, run_queries
-from hotmem_eval.transfer import compare_results
+from hotmem_eval.runner import RESULTS_SCHEMA, rows_by_query, run_queries
+from hotmem_eval.transfer import TRANSFER_SCHEMA, _drift, compare_results
 
 FIXTURE = Path(__file__).resolve().parents[2] / "benchmarks" / "retrieval"
 
@@ -68,6 +70,89 @@ def test_drift_is_classified(after: list[tuple[str, float]], kind: str, differen
     assert entry["source_ids"] == ["m1", "m2"]
     assert entry["hydrated_ids"] == [m for m, _ in after]
     assert comparison.num_rows == 2
+
+
+def previous_comparison(
+    source: pa.Table, hydrated: pa.Table, query_ids: list[str]
+) -> tuple[pa.Table, tuple[dict[str, object], ...], int]:
+    """``compare_results`` as it was written before its columnar version: slot by slot in
+    Python, a query drifting when its rows differ in any field (``==``)."""
+    before, after = rows_by_query(source), rows_by_query(hydrated)
+    found: list[dict[str, object]] = []
+    drift = []
+    for query_id in query_ids:
+        a, b = before.get(query_id, []), after.get(query_id, [])
+        for rank in range(1, max(len(a), len(b)) + 1):
+            x = a[rank - 1] if rank <= len(a) else None
+            y = b[rank - 1] if rank <= len(b) else None
+            found.append(
+                {
+                    "query_id": query_id,
+                    "rank": rank,
+                    "source_memory_id": x and x["memory_id"],
+                    "hydrated_memory_id": y and y["memory_id"],
+                    "source_score": x and x["score"],
+                    "hydrated_score": y and y["score"],
+                    "same_memory": bool(x and y and x["memory_id"] == y["memory_id"]),
+                    "same_score": bool(x and y and x["score"] == y["score"]),
+                }
+            )
+        if a != b:
+            drift.append(_drift(query_id, a, b))
+    table = pa.Table.from_pylist(found, schema=TRANSFER_SCHEMA)
+    return table, tuple(drift), len(query_ids) - len(drift)
+
+
+_values = st.sampled_from([0.5, 0.25, -0.0, 0.0, float("nan")])
+_run = st.dictionaries(
+    st.sampled_from(["q1", "q2", "q3", "q10"]),
+    st.lists(
+        st.tuples(st.sampled_from(["m1", "m2", "m3"]), _values, _values, st.none() | _values),
+        max_size=4,
+    ),
+    max_size=4,
+)
+
+
+def _table(run: dict[str, list[tuple[str, float, float, float | None]]]) -> pa.Table:
+    found = []
+    for query_id in sorted(run):
+        for rank, (memory_id, score, cosine, raw) in enumerate(run[query_id], start=1):
+            found.append(
+                {
+                    "query_id": query_id,
+                    "rank": rank,
+                    "memory_id": memory_id,
+                    "identifier": "a",
+                    "score": score,
+                    "cosine": cosine,
+                    "bm25_raw": raw,
+                    "bm25_normalised": 0.0,
+                    "importance": 0.5,
+                }
+            )
+    return pa.Table.from_pylist(found, schema=RESULTS_SCHEMA)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    source=_run,
+    hydrated=_run,
+    query_ids=st.lists(st.sampled_from(["q1", "q2", "q3", "q10"]), unique=True),
+    same=st.booleans(),
+)
+def test_the_comparison_is_the_previous_one(
+    source: dict, hydrated: dict, query_ids: list[str], same: bool
+) -> None:
+    """Columnar, the comparison gives the rows, drift and count of the slot-by-slot one."""
+    a, b = _table(source), _table(source if same else hydrated)
+    comparison, drift, equivalent = compare_results(a, b, query_ids)
+    expected, expected_drift, expected_equivalent = previous_comparison(a, b, query_ids)
+    assert comparison.schema == TRANSFER_SCHEMA
+    # repr: a NaN is written the same on both sides (and never == itself)
+    assert repr(comparison.to_pylist()) == repr(expected.to_pylist())
+    assert repr(drift) == repr(expected_drift)
+    assert equivalent == expected_equivalent
 
 
 def test_misses_on_the_committed_fixture_are_explained() -> None:

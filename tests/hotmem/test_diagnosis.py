@@ -183,3 +183,30 @@ def test_diagnose_many_is_diagnose_for_each(example_store: MemoryStore) -> None:
 def test_diagnose_many_names_the_first_unknown_memory(example_store: MemoryStore) -> None:
     with pytest.raises(hotmem.MemoryNotFoundError, match="no memory with memory_id='nope'"):
         hotmem.diagnose_many(example_store, QUERY, ["m-invoice", "nope", "other"])
+
+
+def test_a_deep_rank_reads_the_facts_of_the_top_results_only(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An outranked memory at rank 30 of a limit of 3: the candidates above it are ranked by
+    their ids (ties broken by memory_id); the facts read are the top 3's."""
+    from hotmem.store import changes
+
+    for n in range(40):  # every memory matches; the importance orders them
+        store.add(
+            f"invoice number {n}", identifier="acme", memory_id=f"m-{n:02d}", importance=1 - n / 40
+        )
+    read: list[int] = []
+    rows = changes.result_rows
+
+    def counted(connection: object, target: str, rowids: list[int]) -> object:
+        read.append(len(rowids))
+        return rows(connection, target, rowids)  # type: ignore[arg-type]
+
+    ranking = [r.memory_id for r in search_memories(store, "invoice", limit=40)]
+    assert len(ranking) == 40
+    monkeypatch.setattr(changes, "result_rows", counted)
+    found = diagnose(store, "invoice", ranking[29], limit=3)
+    assert (found.verdict, found.rank) == ("outranked", 30)
+    assert [r.memory_id for r in found.above] == ranking[:3]
+    assert read == [3]

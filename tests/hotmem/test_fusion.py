@@ -191,4 +191,11 @@ def test_top_orders_by_score_then_memory_id() -> None:
     assert top(scored, 10, names) == [(0.9, 2), (0.5, 1), (0.5, 0), (0.1, 3)]
     assert top(scored, 1, names) == [(0.9, 2)]
     assert top([], 3, names) == []
-    assert asked[-1] == [2]  # only the memories that can be in the answer are named
+    # only the memories that can be in the answer and share their score with another are named
+    assert asked == [[0, 1], [0, 1], [0, 1]]
+    assert top([(0.3, 5), (0.7, 6), (0.5, 7)], 3, names) == [(0.7, 6), (0.5, 7), (0.3, 5)]
+    assert len(asked) == 3  # distinct scores: no memory_id is read
+    many = [(0.5, 0), (0.9, 2), (0.5, 1), (0.1, 3), (0.9, 4)]
+    ids[4] = "m-0"
+    assert top(many, 3, names) == [(0.9, 4), (0.9, 2), (0.5, 1)]
+    assert asked[-1] == [0, 1, 2, 4]

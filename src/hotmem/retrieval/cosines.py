@@ -10,10 +10,11 @@ vectors, both unit vectors rounded to float32, summed by numpy along the row (it
 the same bits for a row alone or among others): :func:`space_cosines`, which needs numpy (as
 such a space's embedder does).
 
-**Confirmation rule.** The numpy engine scores a scope with one float32 matrix product. Each
-product is within ``MARGIN`` (1e-4) of the exact cosine: for unit float32 vectors of at most
-1,024 values, a float32 dot product is within ``d * 2**-24`` (6.1e-5) of the real one, and the
-real one within 1e-6 of either definition above. A position gets its exact cosine whenever its
+**Confirmation rule.** The numpy engine scores a scope with float32 matrix-vector products (at
+most ``PRODUCT_VALUES`` values each, on the caller's thread). Each product is within
+``MARGIN`` (1e-4) of the exact cosine: for unit float32 vectors of at most 1,024 values, a
+float32 dot product is within ``d * 2**-24`` (6.1e-5) of the real one, and the real one within
+1e-6 of either definition above. A position gets its exact cosine whenever its
 product, moved by ``MARGIN``, could change what it is compared with (a floor, a gate, the
 k-th score): so every value a search returns or compares is exact.
 """
@@ -32,9 +33,25 @@ if TYPE_CHECKING:
     from hotmem.retrieval.index import SearchIndex
     from hotmem.retrieval.rows import Rows
 
-__all__ = ["MARGIN", "MAX_DIMENSION", "hash_cosines", "matrix", "products", "space_cosines"]
+__all__ = [
+    "MARGIN",
+    "MAX_DIMENSION",
+    "PRODUCT_VALUES",
+    "hash_cosines",
+    "matrix",
+    "product_rows",
+    "products",
+    "space_cosines",
+]
 
 MARGIN = 1e-4
+#: The most values (rows x dimension) one matrix-vector product of a search takes. A larger
+#: product is split over threads by OpenBLAS (numpy's wheels split one of more than 460,800
+#: values over every core), which on a busy machine made a product of 5,000 rows of 384
+#: values take 1 to 9 ms instead of 0.2 ms: a search stays on its caller's thread
+#: (docs/benchmarks.md, the evaluator on a collection of real size). Speed only: a product
+#: is within ``MARGIN`` of the exact cosine however its rows are grouped.
+PRODUCT_VALUES = 2**18
 #: The largest dimension ``MARGIN`` is derived for.
 MAX_DIMENSION = 1024
 _VECTOR = struct.Struct(f"<{DIMENSION}f")
@@ -84,17 +101,35 @@ def matrix(rows: Rows, positions: Any = None) -> Any:
     return np.concatenate(chosen) if chosen else np.empty((0, dimension), dtype=np.float32)
 
 
+def product_rows(dimension: int) -> int:
+    """How many rows of ``dimension`` values one matrix-vector product takes: at most
+    ``PRODUCT_VALUES`` values, a multiple of 16 rows (at least 16)."""
+    return max(16, PRODUCT_VALUES // max(1, dimension) // 16 * 16)
+
+
+def _product(block: Any, query: Any, step: int) -> Any:
+    """``block @ query``, ``step`` rows a product (each row's product is its own)."""
+    import numpy as np
+
+    if len(block) <= step:
+        return block @ query
+    return np.concatenate([block[s : s + step] @ query for s in range(0, len(block), step)])
+
+
 def products(rows: Rows, query: Any, positions: Any = None) -> Any:
     """The float32 dot products of the rows of ``positions`` (every row for ``None``) with the
     float32 ``query``, as float64: a segment at a time, or the scope's rows gathered first when
-    they are a quarter of the rows or fewer (a product costs about what a gather does)."""
+    they are a quarter of the rows or fewer (a product costs about what a gather does); each
+    product takes at most ``PRODUCT_VALUES`` values (:func:`product_rows`)."""
     import numpy as np
 
     dimension = rows.width // 4
+    step = product_rows(dimension)
     if positions is not None and 4 * len(positions) <= len(rows):
-        return (matrix(rows, positions) @ query).astype(np.float64)
+        return _product(matrix(rows, positions), query, step).astype(np.float64)
     parts = [
-        np.frombuffer(s, dtype="<f4").reshape(-1, dimension) @ query for _, s in rows.segments()
+        _product(np.frombuffer(s, dtype="<f4").reshape(-1, dimension), query, step)
+        for _, s in rows.segments()
     ]
     found = np.concatenate(parts) if parts else np.empty(0, dtype=np.float32)
     return (found if positions is None else found[positions]).astype(np.float64)

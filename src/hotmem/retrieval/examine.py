@@ -153,6 +153,8 @@ def _ranking(
         depth = max(request.limit, min(len(prepared.scope), MAX_LIMIT))
         return ranked_top(store, prepared, channels, chosen, depth, request.limit)
     # weighted fusion: the candidates scoring at least ``lowest``, ranked as a search does
+    # (their ties broken by memory_id; the rest of their rows is read for the top ones only)
+    prepared.keep = request.limit
     above = channels.weighted_from(prepared.rule, lowest)
     winners = top(above, min(len(above), MAX_LIMIT), prepared.names)
     return winners, ranked_top(store, prepared, channels, chosen, request.limit, request.limit)[1]

@@ -126,13 +126,25 @@ Names = Callable[[Collection[int]], Mapping[int, str]]
 def top(scored: Sequence[tuple[float, int]], limit: int, names: Names) -> list[tuple[float, int]]:
     """The ``limit`` best ``(value, position)`` pairs: highest value first, ties by memory_id.
 
-    Only the pairs at least as high as the ``limit``-th value can be in the answer, so only
-    their memory_ids are read and sorted.
+    Only the pairs at least as high as the ``limit``-th value can be in the answer, and only
+    those of them that share their value with another need their memory_id: only theirs are
+    read (a deep ranking of distinct scores reads none).
     """
     if not scored:
         return []
-    cutoff = heapq.nlargest(limit, scored)[-1][0]
-    contenders = [item for item in scored if item[0] >= cutoff]
-    ids = names([p for _, p in contenders])
-    contenders.sort(key=lambda item: (-item[0], ids[item[1]]))
+    if limit >= len(scored):  # every pair is in the answer
+        contenders = list(scored)
+    else:
+        cutoff = heapq.nlargest(limit, scored)[-1][0]
+        contenders = [item for item in scored if item[0] >= cutoff]
+    contenders.sort(key=lambda item: -item[0])
+    values = [value for value, _ in contenders]
+    tied = [
+        p
+        for i, (value, p) in enumerate(contenders)
+        if (i > 0 and values[i - 1] == value) or (i + 1 < len(values) and values[i + 1] == value)
+    ]
+    if tied:
+        ids = names(tied)
+        contenders.sort(key=lambda item: (-item[0], ids.get(item[1], "")))
     return contenders[:limit]

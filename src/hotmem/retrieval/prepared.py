@@ -28,7 +28,15 @@ from hotmem.store import changes
 from hotmem.store.changes import ResultRow
 from hotmem.store.lexical_index import Table
 
-__all__ = ["Phrase", "Prepared", "VectorQuery", "prepare", "rule_of"]
+__all__ = [
+    "QUERY_VECTORS",
+    "Phrase",
+    "Prepared",
+    "VectorQuery",
+    "keep_query_vectors",
+    "prepare",
+    "rule_of",
+]
 
 
 class Phrase:
@@ -230,6 +238,37 @@ def _query_vector(embedder: object, text: str) -> bytes:
         while len(kept) > QUERY_VECTORS:
             kept.popitem(last=False)
     return packed
+
+
+def keep_query_vectors(embedder: object, texts: Sequence[str]) -> int:
+    """Embed the ``texts`` whose vectors are not kept, in one ``embed_many`` call (the
+    embedder's batches, on every core: the same bytes as one text at a time), and keep them as
+    ``_query_vector`` does; the kept ones become the most recently used. Returns how many texts
+    were embedded. An embedder that cannot be weakly referenced or hashed is not asked (its
+    searches embed each query).
+
+    Raises:
+        ValueError: more than ``QUERY_VECTORS`` distinct texts (they could not all be kept).
+    """
+    distinct = list(dict.fromkeys(texts))
+    if len(distinct) > QUERY_VECTORS:
+        raise ValueError(f"at most {QUERY_VECTORS} distinct texts; found {len(distinct)}")
+    with _QUERY_LOCK:
+        try:
+            kept = _QUERY_VECTORS.setdefault(embedder, OrderedDict())
+        except TypeError:
+            return 0
+        missing = [text for text in distinct if text not in kept]
+    packed: list[bytes] = embedder.embed_many(missing) if missing else []  # type: ignore[attr-defined]
+    with _QUERY_LOCK:
+        for text, vector in zip(missing, packed, strict=True):
+            kept[text] = vector
+        for text in distinct:
+            if text in kept:
+                kept.move_to_end(text)
+        while len(kept) > QUERY_VECTORS:
+            kept.popitem(last=False)
+    return len(missing)
 
 
 def _vector(

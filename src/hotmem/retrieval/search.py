@@ -16,10 +16,11 @@ import weakref
 from collections.abc import Sequence
 from typing import Protocol
 
+from hotmem.errors import ValidationError
 from hotmem.retrieval import image
 from hotmem.retrieval.fusion import Rule, Weights, normalise_bm25, rrf, top
 from hotmem.retrieval.index import SearchIndex
-from hotmem.retrieval.prepared import Prepared, prepare
+from hotmem.retrieval.prepared import QUERY_VECTORS, Prepared, keep_query_vectors, prepare
 from hotmem.retrieval.profiles import Profile
 from hotmem.retrieval.reference import ReferenceChannels
 from hotmem.retrieval.request import SearchRequest
@@ -35,6 +36,7 @@ __all__ = [
     "channels_for",
     "fused_top",
     "index_of",
+    "prepare_queries",
     "prepared_for",
     "ranked_top",
     "rerank_fused",
@@ -105,15 +107,20 @@ def channels_for(store: MemoryStore, prepared: Prepared) -> Channels:
     return ReferenceChannels(prepared)
 
 
+def _embedder(store: MemoryStore, profile: Profile) -> object:
+    """The embedder of ``profile``'s vector space when that space has a model, else None."""
+    if profile.vector is None or profile.vector.space == "hotmem-hash-v1":
+        return None
+    from hotmem.store.reindex import embedder_for  # a space with a model
+
+    return embedder_for(store.space(profile.vector.space), store.path, store.model_dir)
+
+
 def prepared_for(
     store: MemoryStore, connection: sqlite3.Connection, request: SearchRequest, profile: Profile
 ) -> Prepared:
     index = index_of(store, connection)
-    embedder = None
-    if profile.vector is not None and profile.vector.space != "hotmem-hash-v1":
-        from hotmem.store.reindex import embedder_for  # a space with a model
-
-        embedder = embedder_for(store.space(profile.vector.space), store.path, store.model_dir)
+    embedder = _embedder(store, profile)
     return prepare(index, connection, request.query, request.identifier, profile, embedder)
 
 
@@ -211,6 +218,47 @@ def search_memories(
     """
     request = SearchRequest(query, identifier, limit, profile, min_similarity, weights)
     return ranking(store, request, keep=limit)[1]
+
+
+def prepare_queries(
+    store: MemoryStore, queries: Sequence[str], *, profile: str | Profile | None = None
+) -> int:
+    """Embed ``queries`` for the searches of them that follow under ``profile``: in one batch
+    of the model's embedder (on every core), where each search would embed its own query on
+    one. A search keeps the vectors of the last ``QUERY_VECTORS`` (1,024) query texts per
+    embedder, so the searches, explanations and diagnoses of these texts that follow do not
+    embed them again. The vectors are the same bytes either way: results do not change.
+
+    Args:
+        store: an open store.
+        queries: the query texts, at most 1,024 distinct ones (give more in several calls,
+            each before its searches).
+        profile: the profile the searches run, as for :func:`search_memories`.
+
+    Returns:
+        How many texts were embedded: 0 when the profile's vector space needs no model
+        (``hotmem-hash-v1``, or no vector channel) or every text's vector was kept already.
+
+    Raises:
+        ValidationError: ``queries`` is a string or holds something that is not a string of
+            valid Unicode, it holds more than 1,024 distinct texts, or as
+            :func:`search_memories` for the profile.
+        MissingExtraError, EmbedderError, StoreError: as :func:`search_memories`.
+    """
+    if isinstance(queries, str) or not isinstance(queries, Sequence):
+        raise ValidationError(
+            f"queries must be a sequence of strings; found {type(queries).__name__}"
+        )
+    texts = [SearchRequest(query, profile=profile).query for query in queries]
+    distinct = len(set(texts))
+    if distinct > QUERY_VECTORS:
+        raise ValidationError(
+            f"at most {QUERY_VECTORS} distinct queries a call (the query vectors a search "
+            f"keeps); found {distinct}: prepare them in several calls"
+        )
+    with store.reading():
+        embedder = _embedder(store, SearchRequest("", profile=profile).profile_for(store))
+    return 0 if embedder is None else keep_query_vectors(embedder, texts)
 
 
 def ranking(

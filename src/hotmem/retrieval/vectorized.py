@@ -1,6 +1,6 @@
 """The numpy engine: the reference engine's answer, exhaustively, in a few array operations.
 
-- **Cosines**: one float32 matrix product of the scope's vectors (zero-copy views of the
+- **Cosines**: float32 matrix products of the scope's vectors (zero-copy views of the
   index's columns) with the query, each within ``cosines.MARGIN`` of the exact cosine. A
   position gets its exact cosine (``cosines.py``, the reference's definition) whenever the
   product, moved by the margin, could change its fate: its admission by the floor or the gate,
