@@ -9,6 +9,12 @@ lexical match (gated or not) or a cosine at its floor, and the BM25 normalisatio
 best raw score of the scope's matches, which are all kept. The evaluator fuses these values
 for any such profile without a new search (``hotmem_eval/channel_frame.py``), and its tests
 hold the result equal to ``search_memories``, bit for bit.
+
+**Cost.** The engine's candidates (``Channels.candidates``) take its float32 products for
+what they are, and compute an exact cosine only where one, moved by ``cosines.MARGIN``, could
+fall either side of ``min_cosine``; the candidates then get their exact cosine in every space.
+When every memory is a candidate, the hash-v1 cosines of a group of queries are computed in one
+pass over the vectors (``cosines.every_hash_cosine``): a vector is unpacked once for the group.
 """
 
 from __future__ import annotations
@@ -49,9 +55,9 @@ class ChannelValues:
         best_bm25: the best raw BM25 of the scope's lexical matches (0.0 without a match):
             what a search divides a raw score by.
         memory_ids: each candidate's memory_id.
-        importances: each candidate's importance.
+        importances: each candidate's importance (float64 values, one buffer).
         bm25_raw: each candidate's raw BM25, ``None`` without a lexical match.
-        cosines: space -> each candidate's exact cosine in that space.
+        cosines: space -> each candidate's exact cosine in that space (float64 values).
     """
 
     query: str
