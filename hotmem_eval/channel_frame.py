@@ -45,6 +45,7 @@ __all__ = [
     "ChannelFrame",
     "channel_frame",
     "channel_table",
+    "complete_for",
     "cosine_column",
     "fused_ranking",
 ]
@@ -70,6 +71,16 @@ RANKING_COLUMNS: Final = {
 def cosine_column(space: str) -> str:
     """The column of a space's cosines."""
     return f"cosine:{space}"
+
+
+def complete_for(profiles: Sequence[hotmem.Profile]) -> tuple[list[str], float]:
+    """The spaces and ``min_cosine`` of a channel table complete for every profile of
+    ``profiles``: the vector spaces they search, in the order they name them
+    (hotmem-hash-v1 when none has a vector channel), and their smallest floor (1.0 then: the
+    table holds the lexical matches)."""
+    spaces = list(dict.fromkeys(p.vector.space for p in profiles if p.vector is not None))
+    floors = [p.vector.floor for p in profiles if p.vector is not None]
+    return spaces or [hotmem.MODEL_NAME], min(floors, default=1.0)
 
 
 def channel_table(
