@@ -15,6 +15,8 @@ what they are, and compute an exact cosine only where one, moved by ``cosines.MA
 fall either side of ``min_cosine``; the candidates then get their exact cosine in every space.
 When every memory is a candidate, the hash-v1 cosines of a group of queries are computed in one
 pass over the vectors (``cosines.every_hash_cosine``): a vector is unpacked once for the group.
+A group's queries are embedded in one call a model space (the same bytes as one at a time),
+where a search embeds its one query.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from hotmem.progress import ProgressCallback
 from hotmem.retrieval.channels import checked_number
 from hotmem.retrieval.cosines import every_hash_cosine
 from hotmem.retrieval.index import SearchIndex
+from hotmem.retrieval.prepared import keep_query_vectors
 from hotmem.retrieval.profiles import LexicalChannel, Profile, VectorChannel
 from hotmem.retrieval.reference import ReferenceChannels
 from hotmem.retrieval.request import SearchRequest
@@ -38,9 +41,10 @@ from hotmem.store.memory_store import MemoryStore
 
 __all__ = ["ChannelValues", "channel_values", "channel_values_many"]
 
-#: Queries computed together: their hash-v1 cosines of every memory, when they are all
-#: candidates, share one unpacking of the vectors (``cosines.every_hash_cosine``), for a few
-#: MB of values held at a time (32 x 8 bytes a memory).
+#: Queries computed together: embedded in one call a model space, and their hash-v1 cosines
+#: of every memory, when they are all candidates, sharing one unpacking of the vectors
+#: (``cosines.every_hash_cosine``), for a few MB of values held at a time (32 x 8 bytes a
+#: memory).
 _GROUP = 32
 
 
@@ -115,6 +119,7 @@ def channel_values_many(
     names: dict[int, str] = {}
     with store.reading() as connection:
         for start in range(0, len(queries), _GROUP):
+            _embed_queries(store, [query for query, _ in queries[start : start + _GROUP]], spaces)
             group = [
                 _asked(store, connection, query, identifier, spaces, floor)
                 for query, identifier in queries[start : start + _GROUP]
@@ -124,6 +129,18 @@ def channel_values_many(
                 if progress is not None:
                     progress(len(found), len(queries))
     return found
+
+
+def _embed_queries(store: MemoryStore, texts: list[str], spaces: Sequence[str]) -> None:
+    """The vectors of ``texts`` in each model space asked that the store has, embedded in one
+    call a space and kept for the searches' preparation (``prepared.keep_query_vectors``)."""
+    have = {space.name for space in store.spaces}
+    for space in spaces:
+        if space != MODEL_NAME and space in have:
+            from hotmem.store.reindex import embedder_for  # a space with a model
+
+            embedder = embedder_for(store.space(space), store.path, store.model_dir)
+            keep_query_vectors(embedder, texts)
 
 
 @dataclass(frozen=True, slots=True)

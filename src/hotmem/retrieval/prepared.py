@@ -28,7 +28,7 @@ from hotmem.store import changes
 from hotmem.store.changes import ResultRow
 from hotmem.store.lexical_index import Table
 
-__all__ = ["Phrase", "Prepared", "VectorQuery", "prepare", "rule_of"]
+__all__ = ["Phrase", "Prepared", "VectorQuery", "keep_query_vectors", "prepare", "rule_of"]
 
 
 class Phrase:
@@ -230,6 +230,26 @@ def _query_vector(embedder: object, text: str) -> bytes:
         while len(kept) > QUERY_VECTORS:
             kept.popitem(last=False)
     return packed
+
+
+def keep_query_vectors(embedder: object, texts: Sequence[str]) -> None:
+    """Embed those of ``texts`` not kept yet in one call, and keep their vectors for
+    :func:`_query_vector`: the same bytes as each text alone (docs/semantic.md), the model's
+    runs shared between them and spread over its threads. At most ``QUERY_VECTORS`` texts are
+    kept, the newest."""
+    with _QUERY_LOCK:
+        try:
+            kept = _QUERY_VECTORS.setdefault(embedder, OrderedDict())
+        except TypeError:
+            return
+        missing = list(dict.fromkeys(text for text in texts if text not in kept))
+    if not missing:
+        return
+    vectors: list[bytes] = embedder.embed_many(missing)  # type: ignore[attr-defined]
+    with _QUERY_LOCK:
+        kept.update(zip(missing, vectors, strict=True))
+        while len(kept) > QUERY_VECTORS:
+            kept.popitem(last=False)
 
 
 def _vector(
