@@ -29,6 +29,7 @@ ids, order and score bits.
 from __future__ import annotations
 
 import json
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -44,6 +45,7 @@ __all__ = [
     "ChannelFrame",
     "channel_frame",
     "channel_table",
+    "complete_for",
     "cosine_column",
     "fused_ranking",
 ]
@@ -71,6 +73,16 @@ def cosine_column(space: str) -> str:
     return f"cosine:{space}"
 
 
+def complete_for(profiles: Sequence[hotmem.Profile]) -> tuple[list[str], float]:
+    """The spaces and ``min_cosine`` of a channel table complete for every profile of
+    ``profiles``: the vector spaces they search, in the order they name them
+    (hotmem-hash-v1 when none has a vector channel), and their smallest floor (1.0 then: the
+    table holds the lexical matches)."""
+    spaces = list(dict.fromkeys(p.vector.space for p in profiles if p.vector is not None))
+    floors = [p.vector.floor for p in profiles if p.vector is not None]
+    return spaces or [hotmem.MODEL_NAME], min(floors, default=1.0)
+
+
 def channel_table(
     store: hotmem.MemoryStore,
     queries: pa.Table,
@@ -86,8 +98,6 @@ def channel_table(
     Raises:
         ValidationError: as ``hotmem.channel_values`` (a space the store lacks, ...).
     """
-    columns: dict[str, list[Any]] = {name: [] for name in CHANNEL_SCHEMA.names}
-    cosines: dict[str, list[float]] = {space: [] for space in spaces}
     asked = queries.select(["query_id", "query", "identifier"]).to_pylist()
     answers = hotmem.channel_values_many(
         store,
@@ -96,22 +106,37 @@ def channel_table(
         min_cosine=min_cosine,
         progress=progress,
     )
-    for query, found in zip(asked, answers, strict=True):
-        count = len(found.memory_ids)
-        columns["query_id"] += [str(query["query_id"])] * count
-        columns["memory_id"] += found.memory_ids
-        columns["importance"] += found.importances
-        columns["bm25_raw"] += found.bm25_raw
-        columns["bm25_best"] += [found.best_bm25] * count
-        for space in spaces:
-            cosines[space] += found.cosines[space]
     fields = [*_FIELDS, *(pa.field(cosine_column(s), pa.float64(), nullable=False) for s in spaces)]
     metadata: dict[bytes | str, bytes | str] = {
         "min_cosine": repr(float(min_cosine)),
         "spaces": json.dumps(list(spaces)),
     }
-    data = {**columns, **{cosine_column(s): values for s, values in cosines.items()}}
-    return pa.Table.from_pydict(data, schema=pa.schema(fields, metadata=metadata))
+    schema = pa.schema(fields, metadata=metadata)
+    batches = [
+        pa.record_batch(_columns(str(query["query_id"]), found, spaces), schema=schema)
+        for query, found in zip(asked, answers, strict=True)
+    ]
+    return pa.Table.from_batches(batches, schema=schema).combine_chunks()
+
+
+def _floats(values: array[float]) -> pa.Array[Any]:
+    """A float64 array of ``values``, its buffer as it is."""
+    return pa.Array.from_buffers(pa.float64(), len(values), [None, pa.py_buffer(values)])
+
+
+def _columns(
+    query_id: str, found: hotmem.ChannelValues, spaces: Sequence[str]
+) -> list[pa.Array[Any]]:
+    """One query's rows of the table, column by column."""
+    count = len(found.memory_ids)
+    return [
+        pa.repeat(pa.scalar(query_id, pa.string()), count),
+        pa.array(found.memory_ids, pa.string()),
+        _floats(found.importances),
+        pa.array(found.bm25_raw, pa.float64()),
+        _floats(array("d", [found.best_bm25]) * count),
+        *(_floats(found.cosines[space]) for space in spaces),
+    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@
     hotmem-eval [run] [--collection DIR [--format F] [--split S] | --corpus P --queries P]
                 [--relevant-grade N] [--k N ...] [--top-k N] [--store P]
                 [--transfer-sample N] [--output P] [--report P] [--html P] [--repeat N]
-                [--export-dir D] [--baseline P] [--profile NAME ...]
+                [--export-dir D [--export-channels]] [--baseline P] [--profile NAME ...]
                 [--profiles FILE.toml] [--check-baseline | --update-baseline [--force]]
     hotmem-eval query DIR [DIR ...] SQL [--format table|csv|json] [--safe]
     hotmem-eval report RESULT.json [--report P] [--html P]
@@ -43,6 +43,8 @@ from hotmem_eval.errors import EvalError, FixtureError, UsageError
 from hotmem_eval.paths import FIXTURE_DIR, IN_CHECKOUT, PACKAGE, ROOT
 
 if TYPE_CHECKING:  # the eval extra's modules: imported once it is known to be installed
+    import pyarrow as pa
+
     from hotmem_eval.evaluate import EvalRun, Stages
     from hotmem_eval.fixtures import Fixture
 
@@ -114,8 +116,10 @@ def _checked_outputs(
     outputs = [path for path in (args.output, args.report, args.html) if path]
     if args.update_baseline:
         outputs.append(args.baseline)
+    if args.export_channels and not args.export_dir:
+        raise UsageError("--export-channels goes with --export-dir (it writes a table there)")
     directories = [args.export_dir] if args.export_dir else []
-    exported = [p for d in directories for p in export_paths(d, profiles)]
+    exported = [p for d in directories for p in export_paths(d, profiles, args.export_channels)]
     check_outputs(outputs + exported, directories)
 
     if not args.update_baseline:
@@ -204,11 +208,14 @@ def _stages(lines: _StageLines, plan: str) -> Stages:
         ingest=lines.stage("hotmem-eval: ingesting", "memories"),
         spaces=lines.stage("hotmem-eval: embedding", "memories"),
         search=lines.stage(f"hotmem-eval: searching {plan}", ""),
+        channels=lines.stage("hotmem-eval: channel values", "queries"),
     )
 
 
-def _evaluated(args: argparse.Namespace) -> tuple[dict[str, Any], Sequence[EvalRun]]:
-    """The run's result and its per-profile runs."""
+def _evaluated(
+    args: argparse.Namespace,
+) -> tuple[dict[str, Any], Sequence[EvalRun], pa.Table | None]:
+    """The run's result, its per-profile runs, and the channel table when exported."""
     from hotmem_eval.ablation import search_plan
     from hotmem_eval.evaluate import evaluate_profiles
     from hotmem_eval.profile_choice import choose_profiles
@@ -222,7 +229,7 @@ def _evaluated(args: argparse.Namespace) -> tuple[dict[str, Any], Sequence[EvalR
     lines = _StageLines()
     with tempfile.TemporaryDirectory(prefix="hotmem-eval-") as workdir:
         try:
-            runs, ablation = evaluate_profiles(
+            runs, ablation, channels = evaluate_profiles(
                 fixture,
                 Path(workdir),
                 profiles,
@@ -232,6 +239,7 @@ def _evaluated(args: argparse.Namespace) -> tuple[dict[str, Any], Sequence[EvalR
                 store_path=args.store,
                 transfer_sample=args.transfer_sample,
                 stages=_stages(lines, search_plan(fixture, profiles, ablation=len(profiles) > 1)),
+                channels=args.export_channels,
             )
         finally:
             lines.close()
@@ -242,7 +250,7 @@ def _evaluated(args: argparse.Namespace) -> tuple[dict[str, Any], Sequence[EvalR
         git_commit=git_commit(),
         profiles_file=None if args.profiles is None else str(args.profiles),
     )
-    return result, runs
+    return result, runs, channels
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -252,7 +260,7 @@ def _run(args: argparse.Namespace) -> int:
     from hotmem_eval.report import render_markdown
     from hotmem_eval.report_cli import html_report
 
-    result, runs = _evaluated(args)
+    result, runs, channels = _evaluated(args)
     markdown = render_markdown(result)
     normalised = baseline_module.normalise(result)
     code = EXIT_OK
@@ -271,7 +279,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.html:
         write_text(args.html, html_report(result))
     if args.export_dir:
-        write_exports(runs, args.export_dir, result=result)
+        write_exports(runs, args.export_dir, result=result, channels=channels)
     if not (args.output or args.report or args.html or args.export_dir):
         write_stdout(markdown)
     return code
@@ -287,25 +295,6 @@ def _query(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         [Path(d) for d in directories], sql, fmt=args.format, safe=args.safe, timeout=args.timeout
     )
     write_stdout(output)
-    return EXIT_OK
-
-
-def _compare(args: argparse.Namespace) -> int:
-    from hotmem_eval.compare_runs import compare_runs, compare_trec_runs
-
-    if args.qrels is None:
-        if args.cutoffs:
-            raise UsageError("--k goes with --qrels (two TREC runs)")
-        write_stdout(compare_runs(Path(args.run_a), Path(args.run_b)))
-        return EXIT_OK
-    report = compare_trec_runs(
-        Path(args.run_a),
-        Path(args.run_b),
-        args.qrels,
-        ks=sorted(set(args.cutoffs or [10])),
-        relevant_grade=args.relevant_grade,
-    )
-    write_stdout(report)
     return EXIT_OK
 
 
@@ -368,7 +357,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if arguments[:1] == ["compare"]:
             compare_args = compare_parser().parse_args(arguments[1:])
             _require_the_extra()
-            return _compare(compare_args)
+            from hotmem_eval.compare_runs import run_compare
+
+            write_stdout(run_compare(compare_args))
+            return EXIT_OK
         if arguments[:1] == ["run"]:
             arguments = arguments[1:]
         parser = run_parser()

@@ -141,6 +141,12 @@ def run_parser() -> argparse.ArgumentParser:
         help="write Parquet and CSV tables here, for SQL (default: none)",
     )
     parser.add_argument(
+        "--export-channels",
+        action="store_true",
+        help="with --export-dir: write the channel table too (channels.parquet: each query's "
+        "candidates and their channel values, complete for the profiles run) (default: off)",
+    )
+    parser.add_argument(
         "--baseline",
         type=Path,
         default=FIXTURE_DIR / "baseline.json",

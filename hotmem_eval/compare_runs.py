@@ -17,6 +17,7 @@ have no category here, so every comparison is ``overall``.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -38,13 +39,24 @@ from hotmem_eval.query import read_manifest
 from hotmem_eval.trec_output import rank_as_trec_eval
 from hotmem_eval.trec_read import read_qrels, read_run
 
-__all__ = ["compare_runs", "compare_trec_runs", "run_per_query", "trec_per_query"]
+__all__ = [
+    "compare_runs",
+    "compare_trec_runs",
+    "run_compare",
+    "run_per_query",
+    "trec_per_query",
+]
 
 _DIGESTS = ("corpus_sha256", "queries_sha256")
 
 
 def _checked_manifest(directory: Path) -> dict[str, Any]:
     manifest = read_manifest(directory)
+    if manifest.get("kind", "run") != "run":
+        raise UsageError(
+            f"{directory}: a {manifest['kind']} export, not a run's: compare takes two runs "
+            "exported with hotmem-eval --export-dir"
+        )
     fixture = manifest.get("fixture")
     if not isinstance(fixture, dict) or not all(
         isinstance(fixture.get(key), str) for key in _DIGESTS
@@ -290,3 +302,24 @@ def compare_trec_runs(
         heading = f"\n## k = {k}\n" if len(cutoffs) > 1 else ""
         out.append(f"{heading}\n{table}")
     return "".join(out)
+
+
+def run_compare(args: argparse.Namespace) -> str:
+    """The report of ``hotmem-eval compare``: two exported runs, or two TREC runs with
+    ``--qrels``.
+
+    Raises:
+        UsageError, FixtureError: as ``compare_runs`` and ``compare_trec_runs``, or ``--k``
+            without ``--qrels``.
+    """
+    if args.qrels is None:
+        if args.cutoffs:
+            raise UsageError("--k goes with --qrels (two TREC runs)")
+        return compare_runs(Path(args.run_a), Path(args.run_b))
+    return compare_trec_runs(
+        Path(args.run_a),
+        Path(args.run_b),
+        args.qrels,
+        ks=sorted(set(args.cutoffs or [10])),
+        relevant_grade=args.relevant_grade,
+    )

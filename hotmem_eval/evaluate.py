@@ -21,6 +21,7 @@ import pyarrow as pa
 import hotmem
 from hotmem_eval.ablation import ABLATED_CHANNELS, Ablation, ablation_variants
 from hotmem_eval.attribution import Miss, attribute_misses
+from hotmem_eval.channel_frame import channel_table, complete_for
 from hotmem_eval.decision import Evidence, Recommendation, recommend
 from hotmem_eval.errors import EvalError
 from hotmem_eval.fixture_schema import DUPLICATE_CATEGORY
@@ -137,11 +138,13 @@ class Stages:
         ingest: memories read into the store (their vectors computed with them).
         spaces: memories embedded into a space a kept store lacked.
         search: searches done, over every profile and variant.
+        channels: queries of the channel table done.
     """
 
     ingest: hotmem.ProgressCallback | None = None
     spaces: hotmem.ProgressCallback | None = None
     search: hotmem.ProgressCallback | None = None
+    channels: hotmem.ProgressCallback | None = None
 
 
 def _source_store(
@@ -175,10 +178,12 @@ def evaluate_profiles(
     store_path: Path | None = None,
     transfer_sample: int | None = None,
     stages: Stages | None = None,
-) -> tuple[tuple[EvalRun, ...], Ablation | None]:
+    channels: bool = False,
+) -> tuple[tuple[EvalRun, ...], Ablation | None, pa.Table | None]:
     """Evaluate every profile of ``profiles`` on one ingest of ``fixture`` (stores and
     packages under ``workdir``; the searched store kept at ``store_path`` when given, and
-    reused from there), and with ``ablation`` the baseline's variants too.
+    reused from there), and with ``ablation`` the baseline's variants too; with ``channels``,
+    compute the channel table complete for the profiles too (``channel_frame.complete_for``).
 
     ``cutoffs`` are the run's k (``top_k`` alone when empty): every search returns the
     largest, the metrics are computed at each, and the smallest is the k of the misses and
@@ -232,8 +237,21 @@ def evaluate_profiles(
             )
             per_query, _ = metrics_at(pl.DataFrame(searched.results), fixture, ks[:1])
             frames.append(per_query.with_columns(profile=pl.lit(variant.name)))
+        table = _channels(store, fixture, profiles, stages.channels) if channels else None
     found = Ablation(profiles[0], variants, pl.concat(frames)) if ablation else None
-    return tuple(runs), found
+    return tuple(runs), found, table
+
+
+def _channels(
+    store: hotmem.MemoryStore,
+    fixture: Fixture,
+    profiles: Sequence[hotmem.Profile],
+    progress: hotmem.ProgressCallback | None,
+) -> pa.Table:
+    spaces, min_cosine = complete_for(profiles)
+    return channel_table(
+        store, fixture.queries, spaces=spaces, min_cosine=min_cosine, progress=progress
+    )
 
 
 def sampled_queries(queries: pa.Table, sample: int | None) -> pa.Table:
@@ -356,7 +374,7 @@ def evaluate(
     stores and packages under ``workdir``; ``progress`` is called with (queries searched,
     queries) as the searches go."""
     chosen = profile if profile is not None else hotmem.PROFILES[hotmem.DEFAULT_PROFILE]
-    runs, _ = evaluate_profiles(
+    runs, _, _ = evaluate_profiles(
         fixture, workdir, (chosen,), top_k=top_k, repeat=repeat, progress=progress
     )
     return runs[0]

@@ -31,14 +31,19 @@ from hotmem_eval.plot_frames import SCHEMAS as PLOT_SCHEMAS
 from hotmem_eval.sqlfiles import sql_files
 
 __all__ = [
+    "CHANNELS",
+    "CHANNELS_ROW",
     "EXPORT_TABLES",
     "MANIFEST",
     "PLOTS",
     "PROFILE_TABLES",
     "QRELS_FILE",
     "RUNS",
+    "Staged",
     "atomic_write",
     "check_outputs",
+    "commit_staged",
+    "discard_staged",
     "export_paths",
     "export_tables",
     "write_exports",
@@ -61,6 +66,12 @@ EXPORT_TABLES = {
 }
 #: The tables with one block of rows per profile: their first column is ``profile``.
 PROFILE_TABLES = ("results", "per_query_metrics", "category_metrics", "misses", "transfer")
+#: The table ``--export-channels`` adds (``channel_frame.channel_table``), and what a row is.
+CHANNELS = "channels"
+CHANNELS_ROW = (
+    "one candidate of a query: query_id, memory_id, importance, bm25_raw, bm25_best, and "
+    "cosine:<space> for each space (the spaces and min_cosine in the Parquet metadata)"
+)
 
 
 def _umask() -> int:
@@ -135,10 +146,11 @@ def atomic_write(
         raise
 
 
-def commit_staged(staged: Staged, manifest: Path) -> None:
+def commit_staged(staged: Staged, manifest: Path, *, stale: Sequence[Path] = ()) -> None:
     """Rename every staged file onto its target, ``manifest`` (one of them) last, after
     removing the old manifest first: while the set is swapped in, the directory has no
-    manifest, so a reader refuses it (``not a run export``) rather than mix two sets.
+    manifest, so a reader refuses it (``not a run export``) rather than mix two sets. The
+    ``stale`` files (of a previous set, not of this one) are removed meanwhile.
 
     Raises:
         UsageError: a target is no longer a regular file (nothing was renamed).
@@ -146,6 +158,8 @@ def commit_staged(staged: Staged, manifest: Path) -> None:
     for _, target in staged:
         _refuse_unless_regular(target)
     manifest.unlink(missing_ok=True)
+    for path in stale:
+        path.unlink(missing_ok=True)
     for temporary, target in sorted(staged, key=lambda pair: pair[1] == manifest):
         os.replace(temporary, target)
 
@@ -243,9 +257,13 @@ RUNS = "runs"
 PLOTS = "plots"
 
 
-def export_paths(directory: Path, profiles: Sequence[str] = ()) -> list[Path]:
-    """Every file ``write_exports`` writes into ``directory`` (the runs of ``profiles``)."""
-    tables = [directory / f"{name}.parquet" for name in EXPORT_TABLES]
+def export_paths(
+    directory: Path, profiles: Sequence[str] = (), channels: bool = False
+) -> list[Path]:
+    """Every file ``write_exports`` writes into ``directory`` (the runs of ``profiles``, and
+    the channel table with ``channels``)."""
+    names = [*EXPORT_TABLES, *([CHANNELS] if channels else [])]
+    tables = [directory / f"{name}.parquet" for name in names]
     runs = [directory / RUNS / f"{name}.trec" for name in profiles]
     plots = [directory / PLOTS / f"{name}.parquet" for name in PLOT_SCHEMAS]
     return [
@@ -295,19 +313,28 @@ def _write_run(run: EvalRun, write_run: Callable[..., Any], target: Path) -> Non
 
 
 def write_exports(
-    runs: EvalRun | Sequence[EvalRun], directory: Path, *, result: dict[str, Any]
+    runs: EvalRun | Sequence[EvalRun],
+    directory: Path,
+    *,
+    result: dict[str, Any],
+    channels: pa.Table | None = None,
 ) -> list[Path]:
-    """Write every export table as Parquet (and category_metrics as CSV) plus a manifest,
-    which names the profiles (baseline first) and the fixture's digests.
+    """Write every export table as Parquet (and category_metrics as CSV), the channel table
+    when given, plus a manifest, which names the profiles (baseline first), the fixture's
+    digests and the tables.
 
     The files are written as a set: each to a temporary file beside it, and only once all
     are written renamed into place, the manifest last (``commit_staged``). A failure while
     writing (a full disk) leaves the previous export exactly as it was, and no temporary file.
     """
     staged: Staged = []
+    extra = {} if channels is None else {CHANNELS: channels}
+    # a previous export's channel table, which this one has not
+    stale = [] if channels is not None else [directory / f"{CHANNELS}.parquet"]
+    stale = [path for path in stale if path.is_file() and not path.is_symlink()]
     try:
-        written = _write_set(_runs(runs), directory, result, staged)
-        commit_staged(staged, directory / MANIFEST)
+        written = _write_set(_runs(runs), directory, result, staged, extra)
+        commit_staged(staged, directory / MANIFEST, stale=stale)
     except BaseException:
         discard_staged(staged)
         raise
@@ -315,10 +342,15 @@ def write_exports(
 
 
 def _write_set(
-    chosen: list[EvalRun], directory: Path, result: dict[str, Any], staged: Staged
+    chosen: list[EvalRun],
+    directory: Path,
+    result: dict[str, Any],
+    staged: Staged,
+    extra: dict[str, pa.Table],
 ) -> list[Path]:
-    """Stage every file of the export (``write_exports``); their targets."""
-    tables = export_tables(chosen)
+    """Stage every file of the export (``write_exports``), ``extra`` tables too; their
+    targets."""
+    tables = {**export_tables(chosen), **extra}
     written = []
     for name, table in tables.items():
         path = directory / f"{name}.parquet"
@@ -350,7 +382,7 @@ def _write_set(
         "fixture": {
             key: fixture[key] for key in ("format", "corpus_sha256", "queries_sha256", "sources")
         },
-        "tables": {name: f"{name}.parquet" for name in EXPORT_TABLES},
+        "tables": {name: f"{name}.parquet" for name in tables},
         "plots": {name: f"{PLOTS}/{name}.parquet" for name in PLOT_SCHEMAS},
         "trec": None
         if refusal is not None
@@ -358,7 +390,7 @@ def _write_set(
             "qrels": QRELS_FILE,
             "runs": {run.profile.name: f"{RUNS}/{run.profile.name}.trec" for run in chosen},
         },
-        "table_rows": dict(EXPORT_TABLES.items()),
+        "table_rows": {**EXPORT_TABLES, **({CHANNELS: CHANNELS_ROW} if extra else {})},
         "sql_files": {name: file.version for name, file in sql_files().items()},
         "recommendation": result["profiles"][0]["recommendation"]["code"],
     }

@@ -1,12 +1,14 @@
 """``hotmem-eval query``: ad-hoc SQL over the Parquet exports of one or more runs.
 
 Each export table becomes a DuckDB view of the same name, with a ``run`` column (the export
-directory's name) so several runs can be compared in one query. The metric registry is the
-table ``metrics`` (the SQL files' input of that name). With exactly one run, every versioned
-SQL file whose columns that run's tables have is also a view, ``sql_<name>`` (for example
-``sql_category_metrics``), computed over that run's tables with its top-k and relevant grade;
-for a run of several profiles, only the files whose inputs have a ``profile`` column
-(``sql_paired_deltas``).
+directory's name) so several runs can be compared in one query: a run's tables
+(``EXPORT_TABLES``, and ``channels`` when its manifest lists it) or a ``hotmem-eval tune``
+export's (``channels``, ``per_query_metrics``); over several, those all of them have. The
+metric registry is the table ``metrics`` (the SQL files' input of that name). With exactly
+one run, every versioned SQL file whose tables and columns that run has is also a view,
+``sql_<name>`` (for example ``sql_category_metrics``), computed over that run's tables with
+its top-k and relevant grade; for a run of several profiles, only the files whose inputs have
+a ``profile`` column (``sql_paired_deltas``).
 
 By default the SQL runs as it would in ``duckdb`` itself: with the user's full file and network
 access (``COPY ... TO`` any file, ``read_csv('/etc/passwd')``, ``ATTACH``, ``INSTALL``/``LOAD``,
@@ -40,7 +42,7 @@ import duckdb
 from hotmem_eval.errors import EvalError, UsageError
 from hotmem_eval.fixture_schema import RELEVANT_GRADE
 from hotmem_eval.metric_registry import metrics_frame
-from hotmem_eval.outputs import EXPORT_TABLES, MANIFEST
+from hotmem_eval.outputs import CHANNELS, EXPORT_TABLES, MANIFEST
 from hotmem_eval.query_format import Format, format_rows
 from hotmem_eval.sqlfiles import sql_files
 
@@ -102,7 +104,18 @@ def _manifest_breach(manifest: object) -> str | None:
     profiles = manifest.get("profiles", ["default"])
     if not isinstance(profiles, list) or not all(isinstance(p, str) for p in profiles):
         return f"profiles a list of names, found profiles={str(profiles)[:80]}"
+    if manifest.get("kind", "run") not in ("run", "tune"):
+        return f"kind 'run' or 'tune', found kind={str(manifest.get('kind'))[:80]!r}"
     return None
+
+
+def _tables(manifest: dict[str, Any]) -> list[str]:
+    """An export's tables: a run's ``EXPORT_TABLES``, then the others its manifest lists."""
+    listed = manifest.get("tables")
+    listed = listed if isinstance(listed, dict) else {}
+    required = list(EXPORT_TABLES) if manifest.get("kind", "run") == "run" else []
+    optional = [t for t in (*EXPORT_TABLES, CHANNELS) if t in listed and t not in required]
+    return [*required, *optional]
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:
@@ -161,6 +174,25 @@ def _plot_views(
         con.execute(f"CREATE {kind} plot_{plot} AS " + " UNION ALL BY NAME ".join(parts))
 
 
+def _table_views(
+    con: duckdb.DuckDBPyConnection,
+    directories: Sequence[Path],
+    names: Sequence[str],
+    manifests: Sequence[dict[str, Any]],
+    kind: str,
+) -> None:
+    """A view (or table) of each export table every run has (``_tables``)."""
+    tables = [_tables(manifest) for manifest in manifests]
+    for table in [t for t in tables[0] if all(t in other for other in tables[1:])]:
+        parts = []
+        for directory, name in zip(directories, names, strict=True):
+            path = directory / f"{table}.parquet"
+            if not path.is_file():
+                raise UsageError(f"{directory}: missing {path.name} (its manifest lists it)")
+            parts.append(f"SELECT {_quote(name)} AS run, * FROM read_parquet({_quote(str(path))})")
+        con.execute(f"CREATE {kind} {table} AS " + " UNION ALL BY NAME ".join(parts))
+
+
 def open_runs(directories: Sequence[Path], *, safe: bool = False) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with every export table of ``directories`` as a view.
 
@@ -176,14 +208,7 @@ def open_runs(directories: Sequence[Path], *, safe: bool = False) -> duckdb.Duck
     names = _run_names(directories)
     con = duckdb.connect()
     kind = "TABLE" if safe else "VIEW"
-    for table in EXPORT_TABLES:
-        parts = []
-        for directory, name in zip(directories, names, strict=True):
-            path = directory / f"{table}.parquet"
-            if not path.is_file():
-                raise UsageError(f"{directory}: missing {path.name} (expected every export table)")
-            parts.append(f"SELECT {_quote(name)} AS run, * FROM read_parquet({_quote(str(path))})")
-        con.execute(f"CREATE {kind} {table} AS " + " UNION ALL BY NAME ".join(parts))
+    _table_views(con, directories, names, manifests, kind)
     _plot_views(con, directories, names, manifests, kind)
     # A table copied from the registry, so the connection does not hold a Python object.
     con.register("metric_registry", metrics_frame())
@@ -203,9 +228,9 @@ def open_runs(directories: Sequence[Path], *, safe: bool = False) -> duckdb.Duck
             body = file.text.strip().rstrip(";")
             try:
                 con.execute(f"CREATE VIEW sql_{name} AS {body}")
-            except duckdb.BinderException:
+            except (duckdb.BinderException, duckdb.CatalogException):
                 # The file reads a column these exports lack (paired_deltas needs a profile
-                # column): no view, rather than no query at all.
+                # column), or a table (a tune export has two): no view, rather than no query.
                 continue
     if safe:
         for setting in SAFE_SETTINGS:

@@ -12,6 +12,7 @@ unless ``--report``), a JSON document (``--output``), and the chosen profile as 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import tempfile
@@ -20,6 +21,7 @@ from typing import Any, Final
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 import hotmem
 from hotmem.cli import write_stdout
@@ -31,7 +33,16 @@ from hotmem_eval.errors import UsageError
 from hotmem_eval.fixtures import Fixture
 from hotmem_eval.ingest import kept_store, open_fixture_store
 from hotmem_eval.metric_registry import METRICS
-from hotmem_eval.outputs import write_parquet, write_text
+from hotmem_eval.outputs import (
+    CHANNELS,
+    CHANNELS_ROW,
+    MANIFEST,
+    Staged,
+    atomic_write,
+    commit_staged,
+    discard_staged,
+    write_text,
+)
 from hotmem_eval.search_space import DEFAULT_SPACE, candidates, read_search_space
 from hotmem_eval.tables import markdown_table, text_frame
 from hotmem_eval.tuning import OUT_OF_FOLD, Tuned, tune
@@ -104,7 +115,8 @@ def tune_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="DIR",
         help="write the channel table (channels.parquet) and every per-query metric of the "
-        "out-of-fold rankings and the baselines (per_query_metrics.parquet) here",
+        "out-of-fold rankings and the baselines (per_query_metrics.parquet) here, with a "
+        "manifest.json (hotmem-eval query reads them)",
     )
     return p
 
@@ -274,6 +286,44 @@ def _table(
             )
 
 
+def _write_utf8(text: str, target: Path) -> None:
+    target.write_text(text, encoding="utf-8")
+
+
+def _export(args: argparse.Namespace, fixture: Fixture, table: pa.Table, tuned: Tuned) -> None:
+    """The channel table and the per-query metrics, written as a set with a manifest last
+    (``outputs.commit_staged``): what ``hotmem-eval query`` reads."""
+    metric, k = args.objective
+    tables = {CHANNELS: table, "per_query_metrics": tuned.per_query.to_arrow()}
+    manifest = {
+        "kind": "tune",
+        "top_k": k,
+        "relevant_grade": fixture.relevant_grade,
+        "objective": {"metric": metric, "k": k},
+        "folds": args.folds,
+        "seed": args.seed,
+        "profiles": list(dict.fromkeys(tuned.per_query["profile"].to_list())),
+        "tables": {name: f"{name}.parquet" for name in tables},
+        "table_rows": {
+            CHANNELS: CHANNELS_ROW,
+            "per_query_metrics": "one (profile, query_id, metric) at the objective's k: the "
+            "out-of-fold rankings' and each baseline's",
+        },
+    }
+    text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+    staged: Staged = []
+    try:
+        for name, found in tables.items():
+            path = args.export_dir / f"{name}.parquet"
+            atomic_write(path, functools.partial(pq.write_table, found), staged=staged)
+        path = args.export_dir / MANIFEST
+        atomic_write(path, functools.partial(_write_utf8, text), staged=staged)
+        commit_staged(staged, path)
+    except BaseException:
+        discard_staged(staged)
+        raise
+
+
 def run_tune(args: argparse.Namespace) -> int:
     """Run ``hotmem-eval tune``; the exit code.
 
@@ -305,8 +355,7 @@ def run_tune(args: argparse.Namespace) -> int:
     adoption = _adoption(tuned, args)
     report = _report(tuned, args, fixture, toml, adoption)
     if args.export_dir:
-        write_parquet(args.export_dir / "channels.parquet", table)
-        write_parquet(args.export_dir / "per_query_metrics.parquet", tuned.per_query.to_arrow())
+        _export(args, fixture, table, tuned)
     if args.write_profile:
         write_text(args.write_profile, toml)
     if args.output:

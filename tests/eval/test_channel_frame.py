@@ -8,6 +8,7 @@ import re
 import tempfile
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pytest
 from hypothesis import example, given, settings
@@ -183,3 +184,54 @@ def test_the_table_holds_only_candidates_from_its_floor(tmp_path: Path) -> None:
         fused_ranking(full, hotmem.PROFILES["default+mmr"], limit=5)
     with pytest.raises(EvalError, match="does not hold"):
         fused_ranking(full, hotmem.PROFILES["semantic"], limit=5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(WORDS), max_size=5).map(" ".join),
+            st.sampled_from(IDENTIFIERS),
+        ),
+        min_size=1,
+        max_size=20,
+    ),
+    texts=st.lists(
+        st.lists(st.sampled_from([*WORDS, "zzz"]), max_size=4).map(" ".join), min_size=1, max_size=3
+    ),
+    identifier=st.sampled_from([None, *IDENTIFIERS]),
+    at=st.integers(0, 10**6),
+    accelerator=st.sampled_from(["off", "numpy"]),
+)
+@example(  # one memory, whose cosine is the floor exactly
+    rows=[("invoice deploy", "acme")], texts=["invoice"], identifier=None, at=0, accelerator="numpy"
+)
+def test_a_table_from_a_floor_is_the_whole_table_cut_there(
+    rows: list[tuple[str, str]], texts: list[str], identifier: str | None, at: int, accelerator: str
+) -> None:
+    """The candidates from a floor (each engine's prefilter) are the rows of the table of
+    every memory with a lexical match or a cosine at the floor: the floor is one of the
+    table's own cosines, so a row sits on it exactly."""
+    queries = pa.table(
+        {
+            "query_id": [f"q{n}" for n in range(len(texts))],
+            "query": texts,
+            "identifier": [identifier] * len(texts),
+        }
+    )
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        hotmem.open_store(Path(directory) / "s.db", accelerator=accelerator) as store,  # type: ignore[arg-type]
+    ):
+        store.add_many(
+            {"fact": fact or "-", "identifier": where, "memory_id": f"m{n}"}
+            for n, (fact, where) in enumerate(rows)
+        )
+        whole = pl.from_arrow(channel_table(store, queries))
+        assert isinstance(whole, pl.DataFrame)
+        cosines = sorted(whole["cosine:hotmem-hash-v1"].to_list()) or [0.5]
+        floor = max(cosines[at % len(cosines)], -1.0)
+        cut = pl.from_arrow(channel_table(store, queries, min_cosine=floor))
+    kept = pl.col("bm25_raw").is_not_null() | (pl.col("cosine:hotmem-hash-v1") >= floor)
+    assert isinstance(cut, pl.DataFrame)
+    assert cut.equals(whole.filter(kept))

@@ -244,7 +244,7 @@ def test_one_package_serves_every_profile(tmp_path: Path) -> None:
 
     fixture = load_fixture(FIXTURE / "corpus.jsonl", FIXTURE / "queries.jsonl")
     profiles = [hotmem.PROFILES[name] for name in ("default", "bm25-only", "rrf")]
-    runs, _ = evaluate_profiles(fixture, tmp_path, profiles, top_k=5)
+    runs, _, _ = evaluate_profiles(fixture, tmp_path, profiles, top_k=5)
     assert sorted(p.name for p in tmp_path.rglob("*.hotmem")) == ["transfer.hotmem"]
     for run in runs:
         assert run.transfer.equivalent_queries == run.transfer.total_queries == 98

@@ -376,3 +376,33 @@ def test_a_query_vector_is_kept_for_the_next_search(
     again = prepared._query_vector(embedder, "who approves invoices")
     assert again == first
     assert again is not first
+
+
+def test_query_vectors_kept_in_one_call_are_each_text_alone(
+    embedder: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The channel table embeds a group of queries in one call: the bytes a search of each
+    text alone would embed, one call for the texts not kept yet, the newest kept."""
+    from hotmem.retrieval import prepared
+
+    monkeypatch.setattr(prepared, "QUERY_VECTORS", 3)
+    monkeypatch.setattr(prepared, "_QUERY_VECTORS", type(prepared._QUERY_VECTORS)())
+    texts = ["who approves invoices", "deploy window", "who approves invoices", "badge"]
+    alone = {text: embedder.embed_many([text])[0] for text in texts}
+    calls: list[list[str]] = []
+
+    class Counted:
+        def embed_many(self, batch: list[str]) -> list[bytes]:
+            calls.append(list(batch))
+            return embedder.embed_many(batch)
+
+    counted = Counted()
+    prepared.keep_query_vectors(counted, texts[:2])
+    prepared.keep_query_vectors(counted, texts)
+    assert calls == [["who approves invoices", "deploy window"], ["badge"]]
+    assert {text: prepared._query_vector(counted, text) for text in texts} == alone
+    assert len(calls) == 2  # every text was kept
+    # a fourth text: the one used least recently goes ("deploy window", read before the
+    # second "who approves invoices" and "badge")
+    prepared.keep_query_vectors(counted, ["coffee"])
+    assert list(prepared._QUERY_VECTORS[counted]) == ["who approves invoices", "badge", "coffee"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +37,7 @@ __all__ = [
     "MARGIN",
     "MAX_DIMENSION",
     "PRODUCT_VALUES",
+    "every_hash_cosine",
     "hash_cosines",
     "matrix",
     "product_rows",
@@ -56,6 +57,22 @@ PRODUCT_VALUES = 2**18
 MAX_DIMENSION = 1024
 _VECTOR = struct.Struct(f"<{DIMENSION}f")
 _CHUNK = 1024  # rows widened to float64 at a time (3 MB for 384 values)
+_UNPACKED = 1024 * _VECTOR.size  # hash-v1 vectors unpacked at a time (2 MB as floats)
+
+
+def _cosines(vectors: Iterable[tuple[float, ...]], query: tuple[float, ...]) -> list[float]:
+    # At most 1 by its form, whatever the vectors; the load checked them (unit length).
+    return [1.0 - d * d / 2.0 for d in map(math.dist, vectors, repeat(query))]
+
+
+def _zeroed(index: SearchIndex, positions: Sequence[int], values: list[float]) -> list[float]:
+    """``values`` with 0.0 at the zero vectors among ``positions``."""
+    zero = index.zero
+    if zero:
+        for i, p in enumerate(positions):
+            if p in zero:
+                values[i] = 0.0
+    return values
 
 
 def hash_cosines(
@@ -71,27 +88,41 @@ def hash_cosines(
     else:
         unpack = _VECTOR.unpack_from
         vectors = (unpack(*rows.row(p)) for p in positions)
-    # At most 1 by its form, whatever the vectors; the load checked them (unit length).
-    values = [1.0 - d * d / 2.0 for d in map(math.dist, vectors, repeat(query))]
-    zero = index.zero
-    if zero:
-        for i, p in enumerate(positions):
-            if p in zero:
-                values[i] = 0.0
-    return values
+    return _zeroed(index, positions, _cosines(vectors, query))
+
+
+def every_hash_cosine(
+    index: SearchIndex, queries: Sequence[tuple[float, ...]]
+) -> list[list[float]]:
+    """``hash_cosines`` of every position with each of ``queries``: the same values, each
+    vector unpacked once for all the queries (an unpacking costs about what a distance does)."""
+    found: list[list[float]] = [[] for _ in queries]
+    asked = [(values, query) for values, query in zip(found, queries, strict=True) if any(query)]
+    for _, segment in index.vectors.segments() if asked else ():
+        view = memoryview(segment)
+        for start in range(0, len(view), _UNPACKED):
+            vectors = list(_VECTOR.iter_unpack(view[start : start + _UNPACKED]))
+            for values, query in asked:
+                values += _cosines(vectors, query)
+    for values, query in zip(found, queries, strict=True):
+        if not any(query):
+            values += [0.0] * len(index.vectors)
+        for p in index.zero:
+            values[p] = 0.0
+    return found
 
 
 def matrix(rows: Rows, positions: Any = None) -> Any:
-    """The float32 rows (``rows.width`` bytes each) of ``positions`` (ascending; every row for
-    ``None``) as one numpy matrix."""
+    """The float32 rows (``rows.width`` bytes each) of ``positions`` (distinct, ascending;
+    every row for ``None``) as one numpy matrix."""
     import numpy as np  # the numpy engine's, or a space's embedder's
 
     dimension = rows.width // 4
     parts = [np.frombuffer(s, dtype="<f4").reshape(-1, dimension) for _, s in rows.segments()]
     if not parts or (positions is not None and not len(positions)):  # no row
         return np.empty((0, dimension), dtype=np.float32)
-    if positions is None:
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    if positions is None or (len(positions) == len(rows) and positions[-1] == len(rows) - 1):
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)  # every row, in order
     starts = np.fromiter((start for start, _ in rows.segments()), dtype=np.intp, count=len(parts))
     cuts = np.searchsorted(positions, starts[1:])
     chosen = [

@@ -99,7 +99,21 @@ class ReferenceChannels:
 
     def values(self, positions: Sequence[int]) -> tuple[list[float], list[float | None]]:
         """The exact cosine and the raw BM25 (``None``: no match) of each of ``positions``."""
-        return [self.cosine(p) for p in positions], [self.raws.get(p) for p in positions]
+        return self.cosines_at(positions), self.raws_of(positions)
+
+    def cosines_at(self, positions: Sequence[int]) -> list[float]:
+        """The exact cosine of each of ``positions``."""
+        return [self.cosine(p) for p in positions]
+
+    def raws_of(self, positions: Sequence[int]) -> list[float | None]:
+        """The raw BM25 (``None``: no match) of each of ``positions``."""
+        return [self.raws.get(p) for p in positions]
+
+    def candidates(self, floor: float) -> list[int]:
+        """The positions in scope with a lexical match or a cosine of at least ``floor``,
+        ascending."""
+        raws = self.raws
+        return [p for p, c in self.cosines.items() if c >= floor or p in raws]
 
     def _scored(self, rule: Rule) -> list[tuple[float, int]]:
         """Every candidate's weighted score, ``(score, position)``, in scope order."""

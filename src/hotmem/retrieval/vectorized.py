@@ -59,7 +59,8 @@ class VectorizedChannels:
         self.raws, self.matched = self._bm25()
         self.best = float(self.raws[self.matched].max()) if self.matched.any() else 0.0
         self.approx, self.margin = self._products()
-        self._exact: dict[int, float] = {}
+        self._exact = np.empty(self.size, dtype=np.float64)  # the exact cosines computed
+        self._known = np.zeros(self.size, dtype=np.bool_)  # ... and where
 
     def _gather(self, column: Any) -> Any:
         """``column`` (by position) over the scope: itself for every memory, else a copy."""
@@ -112,22 +113,20 @@ class VectorizedChannels:
         vector = self.prepared.vector
         if vector is None or not self.margin:
             return self.approx[offsets]
-        known = self._exact
-        missing = [o for o in offsets.tolist() if o not in known]
-        if missing:
-            positions = self._position(np.asarray(missing, dtype=np.intp))
+        wanted = np.zeros(self.size, dtype=np.bool_)
+        wanted[offsets] = True
+        missing = np.flatnonzero(wanted & ~self._known)  # ascending, once each
+        if len(missing):
+            positions = self._position(missing)
             if vector.space is None:
                 values = hash_cosines(self.prepared.index, positions.tolist(), vector.values)
             else:
-                order = np.argsort(positions, kind="stable")
                 query = np.frombuffer(vector.packed, dtype="<f4").astype(np.float64)
-                exact = np.empty(len(positions), dtype=np.float64)
-                exact[order] = space_cosines(matrix(vector.space.values, positions[order]), query)
-                values = exact.tolist()
-            known.update(zip(missing, values, strict=True))
-        return np.fromiter(
-            (known[o] for o in offsets.tolist()), dtype=np.float64, count=len(offsets)
-        )
+                values = space_cosines(matrix(vector.space.values, positions), query)
+            self._exact[missing] = values
+            self._known[missing] = True
+        found: Floats = self._exact[offsets]
+        return found
 
     def _offset(self, position: int) -> int | None:
         if self.positions is None:
@@ -158,16 +157,45 @@ class VectorizedChannels:
     def values(self, positions: Sequence[int]) -> tuple[list[float], list[float | None]]:
         """The exact cosine and the raw BM25 (``None``: no match) of each of ``positions``
         (positions in scope: those a ranking returned)."""
-        at = np.asarray(positions, dtype=np.intp)
-        offsets = at if self.positions is None else np.searchsorted(self.positions, at)
+        offsets = self._offsets(positions)
         cosines: list[float] = self.exact(offsets).tolist()
-        raws = [
-            raw if matched else None
-            for raw, matched in zip(
-                self.raws[offsets].tolist(), self.matched[offsets].tolist(), strict=True
-            )
-        ]
-        return cosines, raws
+        return cosines, self._raws(offsets)
+
+    def cosines_at(self, positions: Sequence[int]) -> list[float]:
+        """The exact cosine of each of ``positions`` (in scope)."""
+        cosines: list[float] = self.exact(self._offsets(positions)).tolist()
+        return cosines
+
+    def raws_of(self, positions: Sequence[int]) -> list[float | None]:
+        """The raw BM25 (``None``: no match) of each of ``positions`` (in scope)."""
+        return self._raws(self._offsets(positions))
+
+    def _offsets(self, positions: Sequence[int]) -> Offsets:
+        """The offsets of ``positions`` (in scope)."""
+        if isinstance(positions, range):
+            at = np.arange(positions.start, positions.stop, positions.step, dtype=np.intp)
+        else:
+            at = np.asarray(positions, dtype=np.intp)
+        return at if self.positions is None else np.searchsorted(self.positions, at)
+
+    def _raws(self, offsets: Offsets) -> list[float | None]:
+        raws: list[float | None] = [None] * len(offsets)
+        matches = np.flatnonzero(self.matched[offsets])  # a few, where the rest are many
+        for i, raw in zip(matches.tolist(), self.raws[offsets[matches]].tolist(), strict=True):
+            raws[i] = raw
+        return raws
+
+    def candidates(self, floor: float) -> list[int]:
+        """The positions in scope with a lexical match or an exact cosine of at least
+        ``floor``, ascending: exact cosines only where the product, moved by the margin,
+        leaves it in doubt."""
+        margin = self.margin
+        found = self.matched | (self.approx - margin >= floor)
+        doubtful = np.flatnonzero(~found & (self.approx + margin >= floor))
+        if len(doubtful):
+            found[doubtful] = self.exact(doubtful) >= floor
+        positions: list[int] = self._position(np.flatnonzero(found)).tolist()
+        return positions
 
     # -- ranking ---------------------------------------------------------------------------------
     def _admitted(self, rule: Rule, offsets: Any, cosine: Floats) -> Bools:
