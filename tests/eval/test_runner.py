@@ -107,7 +107,7 @@ def test_the_results_are_those_of_searches_embedding_their_own_query(
 def test_the_query_embedding_is_a_stage_of_its_own(
     fixture: Fixture, embedded: list[list[str]], tmp_path: Path
 ) -> None:
-    runs, _ = evaluate_profiles(
+    runs, _, _ = evaluate_profiles(
         fixture, tmp_path, [hotmem.PROFILES["default"], SEMANTIC], cutoffs=(5, 10)
     )
     for run in runs:
