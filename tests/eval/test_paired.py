@@ -363,3 +363,20 @@ def test_mean_is_correctly_rounded_and_refuses_empty() -> None:
     assert mean([1e16, 1.0, -1e16]) == 1 / 3
     with pytest.raises(EvalError, match="at least one value"):
         mean([])
+
+
+def test_a_comparison_of_1000_queries_draws_the_resamples_once() -> None:
+    """The bootstrap's 10 blocks of draws for 1,000 queries stay cached: the second interval
+    of that size draws nothing (with 8 blocks kept, it drew all 10 again); the intervals are
+    the ones the uncached draws give."""
+    from hotmem_eval import paired
+
+    paired._draw_index.cache_clear()
+    differences = [((i * 7919) % 1000) / 1000 - 0.5 for i in range(1000)]
+    assert bootstrap_ci(differences) == (-0.01818300000000002, 0.017639000000000023)
+    first = paired._draw_index.cache_info()
+    assert (first.misses, first.hits) == (10, 0)
+    shifted = [d * 0.5 + 0.125 for d in differences]
+    assert bootstrap_ci(shifted) == (0.1159085000000001, 0.13381950000000006)
+    second = paired._draw_index.cache_info()
+    assert (second.misses, second.hits) == (10, 10)

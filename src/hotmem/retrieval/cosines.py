@@ -10,11 +10,11 @@ vectors, both unit vectors rounded to float32, summed by numpy along the row (it
 the same bits for a row alone or among others): :func:`space_cosines`, which needs numpy (as
 such a space's embedder does).
 
-**Confirmation rule.** The numpy engine scores a scope with float32 matrix-vector products (at
-most ``PRODUCT_VALUES`` values each, on the caller's thread). Each product is within
-``MARGIN`` (1e-4) of the exact cosine: for unit float32 vectors of at most 1,024 values, a
-float32 dot product is within ``d * 2**-24`` (6.1e-5) of the real one, and the real one within
-1e-6 of either definition above. A position gets its exact cosine whenever its
+**Confirmation rule.** The numpy engine scores a scope with float32 matrix-vector products (up
+to ``SPLIT_VALUES`` values, ``PRODUCT_VALUES`` at a time on the caller's thread). Each product
+is within ``MARGIN`` (1e-4) of the exact cosine: for unit float32 vectors of at most 1,024
+values, a float32 dot product is within ``d * 2**-24`` (6.1e-5) of the real one, and the real
+one within 1e-6 of either definition above. A position gets its exact cosine whenever its
 product, moved by ``MARGIN``, could change what it is compared with (a floor, a gate, the
 k-th score): so every value a search returns or compares is exact.
 """
@@ -37,6 +37,7 @@ __all__ = [
     "MARGIN",
     "MAX_DIMENSION",
     "PRODUCT_VALUES",
+    "SPLIT_VALUES",
     "every_hash_cosine",
     "hash_cosines",
     "matrix",
@@ -46,13 +47,17 @@ __all__ = [
 ]
 
 MARGIN = 1e-4
-#: The most values (rows x dimension) one matrix-vector product of a search takes. A larger
-#: product is split over threads by OpenBLAS (numpy's wheels split one of more than 460,800
-#: values over every core), which on a busy machine made a product of 5,000 rows of 384
-#: values take 1 to 9 ms instead of 0.2 ms: a search stays on its caller's thread
-#: (docs/benchmarks.md, the evaluator on a collection of real size). Speed only: a product
-#: is within ``MARGIN`` of the exact cosine however its rows are grouped.
+#: A scope's products of at most ``SPLIT_VALUES`` values (rows x dimension) are taken
+#: ``PRODUCT_VALUES`` values at a time, on the caller's thread. OpenBLAS splits a larger
+#: product over threads (numpy's wheels: one of more than 460,800 values, over every core):
+#: on an idle machine that saves at most 0.07 ms at 2^21 values (5,000 rows of 384: 0.06 ms
+#: against 0.13 ms), but whenever another process keeps a core busy such a product took
+#: 0.7 to 9.5 ms instead of 0.2 to 0.6 ms (docs/benchmarks.md, the evaluator on a collection
+#: of real size). A larger scope is one product, where the threads save more (100,000 rows
+#: of 64: 0.47 ms against 1.31 ms on one thread). Speed only: a product is within ``MARGIN``
+#: of the exact cosine however its rows are grouped.
 PRODUCT_VALUES = 2**18
+SPLIT_VALUES = 2**21
 #: The largest dimension ``MARGIN`` is derived for.
 MAX_DIMENSION = 1024
 _VECTOR = struct.Struct(f"<{DIMENSION}f")
@@ -132,9 +137,12 @@ def matrix(rows: Rows, positions: Any = None) -> Any:
     return np.concatenate(chosen) if chosen else np.empty((0, dimension), dtype=np.float32)
 
 
-def product_rows(dimension: int) -> int:
-    """How many rows of ``dimension`` values one matrix-vector product takes: at most
-    ``PRODUCT_VALUES`` values, a multiple of 16 rows (at least 16)."""
+def product_rows(dimension: int, rows: int) -> int:
+    """How many of ``rows`` rows of ``dimension`` values one matrix-vector product takes: all
+    of them above ``SPLIT_VALUES`` values, else at most ``PRODUCT_VALUES`` values, a multiple
+    of 16 rows (at least 16)."""
+    if rows * dimension > SPLIT_VALUES:
+        return max(1, rows)
     return max(16, PRODUCT_VALUES // max(1, dimension) // 16 * 16)
 
 
@@ -150,14 +158,15 @@ def _product(block: Any, query: Any, step: int) -> Any:
 def products(rows: Rows, query: Any, positions: Any = None) -> Any:
     """The float32 dot products of the rows of ``positions`` (every row for ``None``) with the
     float32 ``query``, as float64: a segment at a time, or the scope's rows gathered first when
-    they are a quarter of the rows or fewer (a product costs about what a gather does); each
-    product takes at most ``PRODUCT_VALUES`` values (:func:`product_rows`)."""
+    they are a quarter of the rows or fewer (a product costs about what a gather does); up to
+    ``SPLIT_VALUES`` values, ``PRODUCT_VALUES`` values at a time (:func:`product_rows`)."""
     import numpy as np
 
     dimension = rows.width // 4
-    step = product_rows(dimension)
     if positions is not None and 4 * len(positions) <= len(rows):
+        step = product_rows(dimension, len(positions))
         return _product(matrix(rows, positions), query, step).astype(np.float64)
+    step = product_rows(dimension, len(rows))
     parts = [
         _product(np.frombuffer(s, dtype="<f4").reshape(-1, dimension), query, step)
         for _, s in rows.segments()

@@ -1,5 +1,6 @@
-"""The numpy engine's cosine products: at most ``PRODUCT_VALUES`` values a product, on the
-caller's thread, each within ``MARGIN`` of the exact cosine, the search's answer unchanged."""
+"""The numpy engine's cosine products: up to ``SPLIT_VALUES`` values, ``PRODUCT_VALUES`` values
+a product on the caller's thread, each within ``MARGIN`` of the exact cosine, the search's answer
+unchanged."""
 
 from __future__ import annotations
 
@@ -41,14 +42,18 @@ def _unit_rows(count: int, dimension: int) -> tuple[Rows, Any]:
 
 
 def test_the_rows_of_a_product() -> None:
-    assert cosines.PRODUCT_VALUES == 262_144
-    assert [cosines.product_rows(d) for d in (64, 384, 1024, 5000, 0)] == [
+    assert (cosines.PRODUCT_VALUES, cosines.SPLIT_VALUES) == (262_144, 2_097_152)
+    assert [cosines.product_rows(d, 400) for d in (64, 384, 1024, 5000, 0)] == [
         4096,
         672,
         256,
         48,
         262_144,
     ]
+    # up to SPLIT_VALUES values in chunks; above, one product of every row
+    assert cosines.product_rows(384, 5461) == 672  # 2,097,024 values
+    assert cosines.product_rows(384, 5462) == 5462  # 2,097,408 values
+    assert cosines.product_rows(64, 100_000) == 100_000
 
 
 def test_a_product_takes_at_most_product_values() -> None:
@@ -67,6 +72,15 @@ def test_a_product_takes_at_most_product_values() -> None:
     gathered = cosines.products(rows, recorded, scope)
     assert recorded.blocks == [400]
     assert gathered.tolist() == (matrix[scope] @ query).astype(np.float64).tolist()
+
+
+def test_a_product_above_split_values_is_one_product() -> None:
+    rows, matrix = _unit_rows(5462, 384)
+    query = matrix[0].copy()
+    recorded = _Recorded(query)
+    found = cosines.products(rows, recorded)
+    assert recorded.blocks == [5462]
+    assert found.tolist() == (matrix @ query).astype(np.float64).tolist()
 
 
 @pytest.mark.parametrize("profile", ["default", "cosine-only", "rrf"])
