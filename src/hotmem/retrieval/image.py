@@ -27,6 +27,7 @@ import sqlite3
 import sys
 import zlib
 from array import array
+from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import compress
 from typing import Any
@@ -121,20 +122,22 @@ def _crc(index: SearchIndex) -> int:
     """The CRC-32 of the vectors of the live memories of ``index``, in position order."""
     crc = 0
     width = index.vectors.width
+    segments = list(index.vectors.segments())
+    starts = [first for first, _ in segments]
     live, n = index.live, len(index.rowids)
-    start = 0
-    while start < n:
-        if not live[start]:
-            start += 1
-            continue
+    start = live.find(1)
+    while 0 <= start < n:
         stop = live.find(0, start)
         stop = n if stop < 0 else stop
-        for first, segment in index.vectors.segments():
-            last = first + len(segment) // width
-            if first < stop and start < last:
-                lo, hi = max(start, first) - first, min(stop, last) - first
-                crc = zlib.crc32(memoryview(segment)[lo * width : hi * width], crc)
-        start = stop
+        at = bisect_right(starts, start) - 1  # the segment holding ``start``
+        while start < stop:
+            first, segment = segments[at]
+            end = min(stop, first + len(segment) // width)
+            crc = zlib.crc32(
+                memoryview(segment)[(start - first) * width : (end - first) * width], crc
+            )
+            start, at = end, at + 1
+        start = live.find(1, stop)
     return crc
 
 
