@@ -62,7 +62,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synthetic import heavy_memories, heavy_queries
+from synthetic import heavy_memories, heavy_queries, public_record
 
 import hotmem
 
@@ -178,15 +178,7 @@ def build_public(
     facts = directory / "public-facts.jsonl"
     with facts.open("w") as out:
         for m in memories:
-            record = {
-                "id": m["memory_id"],
-                "identifier": m["identifier"],
-                "fact_text": m["fact"],
-                "importance": m["importance"],
-                "created_at": m["created_at"],
-                "source": "bench",
-            }
-            out.write(json.dumps(record) + "\n")
+            out.write(json.dumps(public_record(m)) + "\n")
     target = directory / "public-hydrated.db"
     argv = [python, "-c", PUBLIC_SETUP, str(facts), str(directory / "public-source.db")]
     argv += [str(directory / "public-package"), str(target)]

@@ -64,7 +64,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synthetic import heavy_memories, heavy_queries, synthetic_memories, synthetic_queries
+from synthetic import (
+    heavy_memories,
+    heavy_queries,
+    public_record,
+    synthetic_memories,
+    synthetic_queries,
+)
 
 import hotmem
 from hotmem.embedding.hash_v1 import embed_bytes
@@ -337,17 +343,6 @@ print(cpu)
 }
 
 
-def _public_record(m: dict) -> dict:
-    return {
-        "id": m["memory_id"],
-        "identifier": m["identifier"],
-        "fact_text": m["fact"],
-        "importance": m["importance"],
-        "created_at": m["created_at"],
-        "source": "bench",
-    }
-
-
 def write_path(args: argparse.Namespace) -> None:
     """The ``--write-path`` tables: single adds and bulk ingest, every implementation."""
     here = Path(__file__).resolve().parents[1]
@@ -371,11 +366,11 @@ def _write_path_size(tmp: Path, size: int, runs: dict, args: argparse.Namespace)
     memories = heavy_memories(size)
     fresh = heavy_memories(args.adds + 1, seed=99)  # and one untimed add first
     files = {"ours": tmp / "ours.jsonl", "public": tmp / "public.jsonl"}
-    for kind, rows in (("ours", memories), ("public", list(map(_public_record, memories)))):
+    for kind, rows in (("ours", memories), ("public", list(map(public_record, memories)))):
         files[kind].write_text("".join(json.dumps(r) + "\n" for r in rows))
     adds = {"ours": tmp / "adds.jsonl", "public": tmp / "public-adds.jsonl"}
     adds["ours"].write_text("".join(json.dumps(m) + "\n" for m in fresh))
-    adds["public"].write_text("".join(json.dumps(_public_record(m)) + "\n" for m in fresh))
+    adds["public"].write_text("".join(json.dumps(public_record(m)) + "\n" for m in fresh))
     prepared = {"ours": tmp / "ours.db", "public": tmp / "public.db"}
     if "add" in args.operations:
         with hotmem.open_store(prepared["ours"]) as store:

@@ -148,3 +148,15 @@ def heavy_queries(*, keyword: int = 25, question: int = 25, seed: int = 9) -> li
         first, *rest = rng.choices(words, cum_weights=cumulative, k=rng.randint(3, 4))
         queries.append(f"What is the {first} of the {' '.join(rest)}?")
     return queries
+
+
+def public_record(memory: dict) -> dict:
+    """``memory`` as a line of the public HotMem 0.2.3's bulk load (``hotmem.swap.hydrate``)."""
+    return {
+        "id": memory["memory_id"],
+        "identifier": memory["identifier"],
+        "fact_text": memory["fact"],
+        "importance": memory["importance"],
+        "created_at": memory["created_at"],
+        "source": "bench",
+    }
