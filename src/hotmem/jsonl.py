@@ -26,8 +26,9 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import BinaryIO
+
+from hotmem.records import record
 
 __all__ = ["MAX_JSON_DEPTH", "MAX_JSON_NUMBER", "JsonlProblem", "JsonlRecord", "read_jsonl"]
 
@@ -48,7 +49,7 @@ _KINDS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class JsonlRecord:
     """One JSON object read from a line."""
 
@@ -57,7 +58,7 @@ class JsonlRecord:
     value: dict[str, object]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class JsonlProblem:
     """Why a line (or the whole file, ``line=None``) cannot be read; ``str()`` is
     ``path:line: reason``."""

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import cast
 
 from hotmem.errors import ValidationError
 from hotmem.fields import FIELD_NAMES, FIELD_RULES, Breach, format_timestamp, timestamp_or_breach
+from hotmem.records import record
 
 __all__ = [
     "Clock",
@@ -25,7 +25,7 @@ Clock = Callable[[], datetime]
 _MEMORY_FIELDS = frozenset(FIELD_NAMES)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Memory:
     """One fact, scoped to an identifier (an organisation or project).
 

@@ -37,7 +37,6 @@ import importlib
 import importlib.util
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -46,6 +45,7 @@ from hotmem.embedding import SEMANTIC_MODEL
 from hotmem.embedding.hash_v1 import DIMENSION, DTYPE, HASH_DIGEST, MODEL_NAME, embed_bytes
 from hotmem.errors import MissingExtraError, ValidationError
 from hotmem.progress import ProgressCallback
+from hotmem.records import record
 
 __all__ = [
     "DTYPE",
@@ -98,7 +98,7 @@ class Embedder(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EmbedderIdentity:
     """Which vectors an embedder makes: the values recorded beside them (see the module
     docstring), without the embedder itself."""
@@ -133,7 +133,7 @@ def check_texts(texts: Sequence[str]) -> list[str]:
     return items
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HashEmbedder:
     """``hotmem-hash-v1`` (``hotmem.embed``): 64 float32, deterministic on every machine."""
 
@@ -186,7 +186,7 @@ def install_hint(extra: str) -> str:
     return f"pip install '.[{extra}]' in a HotMem checkout (with uv: uv sync --extra {extra})"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EmbedderEntry:
     """One registered embedder: how to load it and what it needs.
 

@@ -24,11 +24,11 @@ from __future__ import annotations
 import sqlite3
 from array import array
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.errors import ValidationError
 from hotmem.progress import ProgressCallback
+from hotmem.records import record
 from hotmem.retrieval.channels import checked_number
 from hotmem.retrieval.cosines import every_hash_cosine
 from hotmem.retrieval.index import SearchIndex
@@ -48,7 +48,7 @@ __all__ = ["ChannelValues", "channel_values", "channel_values_many"]
 _GROUP = 32
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ChannelValues:
     """The candidates of one query (in the index's order) and their channel values.
 
@@ -143,7 +143,7 @@ def _embed_queries(store: MemoryStore, texts: list[str], spaces: Sequence[str]) 
             keep_query_vectors(embedder, texts)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Asked:
     """One query's channels, a space each (the lexical channel with the first), and its
     candidates (positions, ascending)."""

@@ -8,11 +8,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.errors import ValidationError
 from hotmem.fields import shown
+from hotmem.records import record
 from hotmem.retrieval.fusion import MIN_SIMILARITY, WEIGHTS
 from hotmem.store.spaces import SPACE_NAME
 
@@ -35,7 +35,7 @@ def checked_integer(name: str, value: object, high: int) -> int:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class VectorChannel:
     """The cosine channel: a vector space, its weight and its relevance floor."""
 
@@ -60,7 +60,7 @@ class VectorChannel:
         return {"space": self.space, "weight": self.weight, "floor": self.floor}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LexicalChannel:
     """The BM25 channel: its weight and an optional cosine gate on lexical matches."""
 

@@ -22,9 +22,9 @@ relevant memories missing from a query's top k.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
+from hotmem.records import record
 from hotmem.retrieval.examine import examine
 from hotmem.retrieval.fusion import Weights
 from hotmem.retrieval.profiles import Profile
@@ -61,7 +61,7 @@ def _f(value: float) -> str:
     return f"{round(value, 4) + 0.0:.4f}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Diagnosis:
     """Why one memory ranks where it does for one query, or is missing.
 

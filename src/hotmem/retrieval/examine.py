@@ -10,10 +10,10 @@ reranker, from one ranking of the whole scope. ``diagnosis.py`` turns both into 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from hotmem.errors import MemoryNotFoundError
 from hotmem.fields import lookup_text
+from hotmem.records import record
 from hotmem.retrieval import image
 from hotmem.retrieval.fusion import Weights, normalise_bm25, rrf, top, weighted
 from hotmem.retrieval.prepared import Prepared
@@ -120,7 +120,7 @@ def _rank_in(ranked: list[int], p: int) -> int | None:
     return ranked.index(p) + 1 if p in ranked else None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Examination:
     """Several memories examined for one query (:func:`examine`).
 

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from hotmem.records import record
 
 __all__ = [
     "MIN_SIMILARITY",
@@ -41,7 +42,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Weights:
     """Fusion weights. The defaults sum to 1, so a score lies in [-0.6, 1]."""
 

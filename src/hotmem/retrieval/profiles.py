@@ -30,12 +30,12 @@ reads one back (or from a TOML table).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, get_args
 
 from hotmem.embedding import SEMANTIC_MODEL
 from hotmem.errors import ValidationError
+from hotmem.records import record, replace
 from hotmem.retrieval.channels import (
     MAX_WEIGHT,
     LexicalChannel,
@@ -80,7 +80,7 @@ SEMANTIC_GATE = 0.25
 _FIELDS = ("vector", "lexical", "importance", "fusion", "rrf_k", "depth", "reranker")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Profile:
     """A named retrieval configuration (the module docstring describes each field).
 

@@ -7,10 +7,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from hotmem.errors import ValidationError
 from hotmem.fields import lookup_text, unicode_breach
+from hotmem.records import record
 from hotmem.retrieval.fusion import Weights
 from hotmem.retrieval.kept_profiles import resolve_in
 from hotmem.retrieval.profiles import Profile, customised
@@ -21,7 +20,7 @@ __all__ = ["MAX_LIMIT", "SearchRequest"]
 MAX_LIMIT = 10_000
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SearchRequest:
     """What to rank and how (the arguments of ``hotmem.search_memories``).
 

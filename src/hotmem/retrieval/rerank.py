@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.errors import ValidationError
 from hotmem.fields import shown
+from hotmem.records import record
 from hotmem.store.spaces import SPACE_NAME
 
 __all__ = [
@@ -52,7 +52,7 @@ MAX_POOL = 1000
 _FIELDS = ("kind", "lambda", "pool", "space")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MMR:
     """Maximal marginal relevance over the fused top ``pool`` (the module docstring).
 

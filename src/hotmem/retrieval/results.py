@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from hotmem.records import record
 
 __all__ = ["Explanation", "ScoreComponents", "SearchResult"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ScoreComponents:
     """The signals behind a score.
 
@@ -41,7 +41,7 @@ class ScoreComponents:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SearchResult:
     """One ranked memory with its score and the components that produced it."""
 
@@ -71,7 +71,7 @@ class SearchResult:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Explanation:
     """How one memory fares for one query, whether or not it was returned.
 

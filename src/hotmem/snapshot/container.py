@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
 from typing import BinaryIO
 
+from hotmem.records import record, replace
 from hotmem.snapshot import format as fmt
 from hotmem.snapshot.format import CentralEntry, SnapshotProblem
 
@@ -25,7 +25,7 @@ MAX_NAME_BYTES = 255
 BLOCK_BYTES = 2**20
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LoadedMember:
     """A member's uncompressed bytes and SHA-256, or ``None`` when it could not be read."""
 

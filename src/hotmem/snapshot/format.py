@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 import struct
 import zlib
-from dataclasses import dataclass
 from typing import Literal
 
 from hotmem.fields import MAX_TAGS as _STORE_MAX_TAGS
+from hotmem.records import record
 from hotmem.store.spaces import SPACE_NAME as _STORE_SPACE_NAME
 
 __all__ = [
@@ -104,7 +104,7 @@ _COMPRESSION: dict[MemberKind, tuple[int, int]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SnapshotProblem:
     """One thing wrong with a package.
 
@@ -181,7 +181,7 @@ _DOS_TIME, _DOS_DATE = 0, (0 << 9) | (1 << 5) | 1  # 1980-01-01 00:00:00, the ea
 _EXTERNAL_ATTR = 0o100644 << 16  # a regular file, rw-r--r--
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CentralEntry:
     """A member as the ZIP central directory describes it."""
 

@@ -20,7 +20,6 @@ import sqlite3
 import struct
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 from hotmem.embedding.hash_v1 import MODEL_NAME, VECTOR_BYTES, embed_many_bytes
 from hotmem.errors import HydrationError, VerificationError
 from hotmem.progress import ProgressCallback
+from hotmem.records import record
 from hotmem.snapshot._files import (
     RENAMES_OPEN_FILES,
     create_beside,
@@ -58,7 +58,7 @@ _quote = json.encoder.encode_basestring
 Gram = tuple[int, str]  # (rowid, the CJK grams of its fact)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HydrationReport:
     """A completed hydration.
 

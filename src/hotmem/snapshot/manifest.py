@@ -14,9 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME
+from hotmem.records import record
 from hotmem.snapshot import format as fmt
 from hotmem.snapshot.profiles import ProfileSettings
 from hotmem.store.fts import LEXICAL_INDEX
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MemberMeta:
     """What the manifest says about one data member."""
 
@@ -51,7 +51,7 @@ class MemberMeta:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SpaceMeta:
     """What the manifest says about one vector space other than ``hotmem-hash-v1``.
 
@@ -90,7 +90,7 @@ class SpaceMeta:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Manifest:
     """A checked manifest, as much of it as can be used to read the members.
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from hotmem.records import record
 from hotmem.snapshot.format import SnapshotProblem
 from hotmem.snapshot.records import Column
 from hotmem.store.spaces import VectorSpace
@@ -11,7 +10,7 @@ from hotmem.store.spaces import VectorSpace
 __all__ = ["Chunk", "VerificationReport"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class VerificationReport:
     """The outcome of verifying a package.
 
@@ -62,7 +61,7 @@ class VerificationReport:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Chunk:
     """One verified records member and its vectors, ready to load.
 

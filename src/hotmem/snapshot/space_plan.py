@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection
-from dataclasses import dataclass
 from typing import Literal
 
 from hotmem.embedding.hash_v1 import MODEL_NAME
@@ -28,6 +27,7 @@ from hotmem.embedding.registry import (
     identity_of,
 )
 from hotmem.errors import EmbedderError, HydrationError, MissingExtraError, ValidationError
+from hotmem.records import record
 from hotmem.snapshot.manifest import SpaceMeta
 
 __all__ = ["Action", "SpaceChoice", "carry_refusal", "plan_spaces", "usable_embedder"]
@@ -37,7 +37,7 @@ __all__ = ["Action", "SpaceChoice", "carry_refusal", "plan_spaces", "usable_embe
 Action = Literal["carry", "reindex", "drop"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SpaceChoice:
     """One space of a package and what hydration does with it.
 

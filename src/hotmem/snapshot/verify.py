@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import replace
 
 from hotmem.embedding.hash_v1 import MODEL_NAME, embed_bytes
 from hotmem.errors import SnapshotError, ValidationError
 from hotmem.progress import ProgressCallback
+from hotmem.records import replace
 from hotmem.snapshot import format as fmt
 from hotmem.snapshot._files import gc_paused
 from hotmem.snapshot.container import MemberStream

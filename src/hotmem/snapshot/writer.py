@@ -20,12 +20,12 @@ import sqlite3
 import zlib
 from collections.abc import Sequence
 from contextlib import suppress
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
 from hotmem.errors import SnapshotError
 from hotmem.progress import ProgressCallback
+from hotmem.records import record, replace
 from hotmem.snapshot import format as fmt
 from hotmem.snapshot._files import (
     RENAMES_OPEN_FILES,
@@ -47,7 +47,7 @@ __all__ = ["SnapshotReport", "store_files", "write_snapshot"]
 _COPY_BLOCK = 1 << 20
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SnapshotReport:
     """A package written by ``store.snapshot``.
 
@@ -64,7 +64,7 @@ class SnapshotReport:
     content_digest: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Spooled:
     meta: MemberMeta
     method: int

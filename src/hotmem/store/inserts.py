@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, TypeVar
 
@@ -58,14 +57,20 @@ SpaceEmbedders = tuple[tuple[str, "Embedder"], ...]
 SpaceRows = list[tuple[str, list[bytes]]]
 
 
-@dataclass(slots=True)
 class Tally:
     """The progress of one add: ``report`` (only ever forward, ``hotmem.progress.monotonic``)
     with (memories done, ``total``); ``done`` counts the memories of the batches inserted."""
 
+    __slots__ = ("done", "report", "total")
+
     report: ProgressCallback
     total: int | None
-    done: int = 0
+    done: int
+
+    def __init__(self, report: ProgressCallback, total: int | None, done: int = 0) -> None:
+        self.report = report
+        self.total = total
+        self.done = done
 
     @classmethod
     def of(cls, progress: ProgressCallback | None, total: int | None) -> Tally:

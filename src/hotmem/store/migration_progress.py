@@ -32,12 +32,12 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from hotmem.errors import StoreError
 from hotmem.progress import Progress
+from hotmem.records import record
 from hotmem.store.schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def _host() -> str:
     return os.uname().nodename if hasattr(os, "uname") else ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Status:
     """What a progress file says: who migrates the store, from and to which schema, how far."""
 

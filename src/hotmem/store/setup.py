@@ -19,11 +19,11 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Literal
 
 from hotmem.errors import StoreError
 from hotmem.fields import shown
+from hotmem.records import record
 from hotmem.store import changes, lexical_index, schema, spaces
 from hotmem.store.migration_progress import Publisher, take_setup_lock
 from hotmem.store.migrations import migrate
@@ -123,7 +123,7 @@ def use_wal(
         connection.execute(f"PRAGMA journal_size_limit = {_JOURNAL_SIZE_LIMIT}")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Inspection:
     """What a database holds, as far as setting it up as a store is concerned.
 

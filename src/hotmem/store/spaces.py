@@ -19,13 +19,13 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hotmem.embedding.hash_v1 import DIMENSION, DTYPE, HASH_DIGEST, MODEL_NAME, embed_bytes
 from hotmem.embedding.vectors import first_not_unit, vector_breach
 from hotmem.errors import StoreError, ValidationError
 from hotmem.fields import shown
+from hotmem.records import record
 
 if TYPE_CHECKING:
     from hotmem.embedding.registry import Embedder
@@ -55,7 +55,7 @@ __all__ = [
 SPACE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class VectorSpace:
     """One vector space of a store.
 

@@ -13,12 +13,12 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.errors import DuplicateMemoryError, MemoryNotFoundError, ValidationError
 from hotmem.fields import lookup_text
+from hotmem.records import record, replace
 from hotmem.store import inserts, lexical_index, spaces
 from hotmem.store.inserts import ADD_BATCH, SpaceEmbedders
 
@@ -102,7 +102,7 @@ def rewrite(
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ImportCounts:
     """What :meth:`Updates.import_stream` did: memories added, skipped (their id was stored:
     ``existing="skip"``) and updated (``existing="update"``), and ``repeated``: the memories
@@ -115,17 +115,27 @@ class ImportCounts:
     repeated: int = 0
 
 
-@dataclass(slots=True)
 class _Merge:
-    """One import's state inside its write transaction."""
+    """One import's state inside its write transaction: ``start``, the largest rowid before
+    the import (rows past it are the import's own); ``touched``, the stored ids skipped or
+    updated; ``facts``, hashes of the stored (identifier, fact) pairs, read once."""
 
-    connection: sqlite3.Connection
-    existing: Existing
-    embedders: SpaceEmbedders
-    start: int  # the largest rowid before the import: rows past it are the import's own
-    touched: set[str] = field(default_factory=set)  # stored ids skipped or updated
-    facts: set[int] | None = None  # hashes of the stored (identifier, fact) pairs, read once
-    counts: dict[str, int] = field(default_factory=dict)
+    __slots__ = ("connection", "counts", "embedders", "existing", "facts", "start", "touched")
+
+    def __init__(
+        self,
+        connection: sqlite3.Connection,
+        existing: Existing,
+        embedders: SpaceEmbedders,
+        start: int,
+    ) -> None:
+        self.connection = connection
+        self.existing = existing
+        self.embedders = embedders
+        self.start = start
+        self.touched: set[str] = set()
+        self.facts: set[int] | None = None
+        self.counts: dict[str, int] = {}
 
     def count(self, name: str, n: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + n

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from hotmem.embedding.registry import (
     install_hint,
 )
 from hotmem.errors import EmbedderError, MissingExtraError
+from hotmem.records import record
 
 __all__ = [
     "MODEL_FILE",
@@ -74,7 +74,7 @@ PINNED_DIGEST = files_digest({MODEL_FILE: MODEL_SHA256, TOKENIZER_FILE: TOKENIZE
 PINNED_DIMENSION = 384
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelFiles:
     """The bytes of a model and its tokenizer, with where they came from.
 
