@@ -19,13 +19,6 @@ from hotmem.store.lexical_index import TABLES
 __all__ = ["ReferenceChannels", "cosines_of", "raw_scores"]
 
 
-class _Every:
-    """Every position (a scope of the whole index, where every position is live)."""
-
-    def __contains__(self, position: object) -> bool:
-        return True
-
-
 def cosines_of(prepared: Prepared, positions: Sequence[int]) -> list[float]:
     """The exact cosines of ``positions`` (in scope or not; 0.0 without a vector channel)."""
     vector = prepared.vector
@@ -47,7 +40,8 @@ def cosines_of(prepared: Prepared, positions: Sequence[int]) -> list[float]:
 
 def raw_scores(prepared: Prepared, scope: Sequence[int]) -> dict[int, float]:
     """position -> raw BM25 of every lexical match among ``scope``."""
-    chosen: Container[int] = _Every() if prepared.whole else set(scope)
+    # None: every position (a scope of the whole index, where every position is live)
+    chosen: Container[int] | None = None if prepared.whole else set(scope)
     found: dict[int, float] = {}
     for table in TABLES:
         sums: dict[int, float] = {}
@@ -57,15 +51,15 @@ def raw_scores(prepared: Prepared, scope: Sequence[int]) -> dict[int, float]:
                 continue
             if phrase.scores is not None:
                 for p, value in phrase.scores.items():
-                    if p in chosen:
+                    if chosen is None or p in chosen:
                         sums[p] = get(p, 0.0) + value
                 continue
             assert phrase.postings is not None
             lengths, weight, avgdl = phrase.lengths, phrase.idf, phrase.avgdl
             postings = phrase.postings
-            for p, f in zip(postings.positions, postings.frequencies, strict=True):
-                if p in chosen:
-                    sums[p] = get(p, 0.0) + share(weight, avgdl, f, lengths[p])
+            pairs = zip(postings.positions, postings.frequencies, strict=True)
+            for p, f in pairs if chosen is None else ((p, f) for p, f in pairs if p in chosen):
+                sums[p] = get(p, 0.0) + share(weight, avgdl, f, lengths[p])
         for p, value in sums.items():
             found[p] = found.get(p, 0.0) + value
     return found

