@@ -188,8 +188,7 @@ def _phrases(index: SearchIndex, connection: sqlite3.Connection, text: str) -> t
     )
     for table, terms in tables:
         column = index.lexical[table]
-        for term in terms:
-            tokens = tokenizer(table).phrase(term)
+        for term, tokens in zip(terms, tokenizer(table).phrases(terms), strict=True):
             if len(tokens) == 1:
                 postings = index.postings(connection, table, tokens[0])
                 hits = postings.hits(index.live, index.deaths)

@@ -61,16 +61,18 @@ class Tokenizer:
             found.append(counts)
         return found
 
-    def phrase(self, term: str) -> tuple[str, ...]:
-        """The tokens of ``term`` in order: the phrase FTS5 looks up for it."""
-        found = self._phrases.get(term)
-        if found is None:
-            [pairs] = self._tokenized([term])
-            found = tuple(token for _, token in sorted(pairs))
-            if len(self._phrases) >= _KEPT:
-                self._phrases.clear()
-            self._phrases[term] = found
-        return found
+    def phrases(self, terms: Sequence[str]) -> list[tuple[str, ...]]:
+        """The tokens of each of ``terms`` in order: the phrases FTS5 looks up for them (the
+        terms not kept tokenized together, in one transaction)."""
+        kept = self._phrases
+        new = [term for term in dict.fromkeys(terms) if term not in kept]
+        if len(kept) + len(new) > _KEPT:
+            kept.clear()
+            new = list(dict.fromkeys(terms))
+        if new:
+            for term, pairs in zip(new, self._tokenized(new), strict=True):
+                kept[term] = tuple(token for _, token in sorted(pairs))
+        return [kept[term] for term in terms]
 
 
 _THREAD = threading.local()
