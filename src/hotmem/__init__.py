@@ -13,7 +13,6 @@ Public API::
 from __future__ import annotations
 
 import importlib as _importlib
-import typing as _typing
 
 # Each public name and the module defining it, imported on first use: ``import hotmem`` loads
 # this file alone (the standard library's sqlite3 comes with the store).
@@ -94,7 +93,10 @@ _ORIGINS = {
 }
 _ORIGIN = {name: module for module, names in _ORIGINS.items() for name in names}
 
-if _typing.TYPE_CHECKING:
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
+if TYPE_CHECKING:
+    import typing as _typing
+
     from hotmem.embedding.hash_v1 import DIMENSION, MODEL_NAME, embed
     from hotmem.embedding.registry import (
         EMBEDDERS,
@@ -162,6 +164,7 @@ if _typing.TYPE_CHECKING:
     from hotmem.store.setup import BUSY_TIMEOUT
     from hotmem.store.spaces import VectorSpace
     from hotmem.store.updates import ImportCounts
+del TYPE_CHECKING  # not a public name
 
 __version__ = "0.1.0"
 

@@ -17,13 +17,15 @@ the canonical UTC text ``format_timestamp`` writes, ``YYYY-MM-DDTHH:MM:SS[.fffff
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, NamedTuple
 
 from hotmem.errors import ValidationError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 if TYPE_CHECKING:
     from datetime import datetime
+    from typing import NamedTuple
 
 __all__ = [
     "FIELD_NAMES",
@@ -51,11 +53,20 @@ MAX_TAGS = 2**16
 _EXAMPLE = "'2025-01-31T09:00:00Z'"
 
 
-class Breach(NamedTuple):
-    """Why a value breaks its field's rule."""
+if TYPE_CHECKING:
 
-    expected: str
-    found: str
+    class _Breach(NamedTuple):
+        expected: str
+        found: str
+
+else:  # the same named tuple, without importing typing
+    _Breach = namedtuple("_Breach", ("expected", "found"))
+
+
+class Breach(_Breach):
+    """Why a value breaks its field's rule: a named tuple ``(expected, found)``."""
+
+    __slots__ = ()
 
     def __str__(self) -> str:
         return f"expected {self.expected}, found {self.found}"

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import cast
 
 from hotmem.errors import ValidationError
 from hotmem.fields import FIELD_NAMES, FIELD_RULES, Breach, format_timestamp, timestamp_or_breach
 from hotmem.records import record
+
+try:  # built into CPython: "import hashlib" would load OpenSSL first (2-3 ms)
+    from _sha256 import sha256 as _sha256  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # Python 3.12+ or another Python
+    from hashlib import sha256 as _sha256
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
+if TYPE_CHECKING:
+    from typing import cast
+else:
+
+    def cast(_type: object, value: object) -> object:  # typing.cast, without typing
+        return value
+
 
 __all__ = [
     "Clock",
@@ -90,7 +102,8 @@ def _valid(field: str, value: object) -> object:
 
 def _derived_id(identifier: str, fact: str, created_at: datetime) -> str:
     material = "\x00".join((identifier, fact, format_timestamp(created_at))).encode("utf-8")
-    return "mem-" + hashlib.sha256(material).hexdigest()[:20]
+    digest: str = _sha256(material).hexdigest()
+    return "mem-" + digest[:20]
 
 
 def make_memory(

@@ -20,7 +20,10 @@ import sys
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import TextIO
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
+if TYPE_CHECKING:
+    from typing import TextIO
 
 __all__ = ["Progress", "ProgressCallback", "monotonic"]
 

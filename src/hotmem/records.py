@@ -25,11 +25,20 @@ them. :func:`replace` is ``dataclasses.replace`` for records, without the import
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Any, TypeVar, dataclass_transform
 
 __all__ = ["record", "replace"]
 
-_Record = TypeVar("_Record")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: records exist to keep imports light
+if TYPE_CHECKING:
+    from typing import Any, TypeVar, dataclass_transform
+
+    _Record = TypeVar("_Record")
+else:
+
+    def dataclass_transform(**_: object) -> object:  # what type checkers read, nothing more
+        return lambda function: function
+
+
 _TWINS: dict[type, type] = {}
 #: Each record class's fields and defaults (for its twin).
 _SHAPES: dict[type, tuple[tuple[str, ...], dict[str, object]]] = {}

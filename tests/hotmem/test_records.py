@@ -140,15 +140,16 @@ def test_what_a_record_cannot_hold_is_refused_as_dataclass_refuses_it() -> None:
         record(Order)
 
 
-def test_a_first_search_loads_neither_dataclasses_nor_inspect(tmp_path: object) -> None:
+def test_a_first_search_loads_neither_dataclasses_nor_inspect_nor_typing(tmp_path: object) -> None:
     script = (
         "import sys, hotmem\n"
         f"store = hotmem.open_store({str(tmp_path)!r} + '/s.db')\n"
         "store.add('Invoices above 5,000 EUR need two approvals.', identifier='acme')\n"
         "[found] = hotmem.search_memories(store, 'invoice approvals')\n"
-        "print(found.memory_id[:4], 'dataclasses' in sys.modules, 'inspect' in sys.modules)\n"
+        "loaded = [m in sys.modules for m in ('dataclasses', 'inspect', 'typing')]\n"
+        "print(found.memory_id[:4], *loaded)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     ).stdout
-    assert out == "mem- False False\n"
+    assert out == "mem- False False False\n"

@@ -27,7 +27,10 @@ from array import array
 from collections.abc import Sequence
 from itertools import chain, pairwise, repeat
 from operator import mul, sub, truediv
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DIMENSION",

@@ -21,7 +21,10 @@ import struct
 import sys
 from array import array
 from itertools import starmap
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "NORM_TOLERANCE",

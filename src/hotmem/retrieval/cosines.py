@@ -25,11 +25,13 @@ import math
 import struct
 from collections.abc import Iterable, Sequence
 from itertools import chain, repeat
-from typing import TYPE_CHECKING, Any
 
 from hotmem.embedding.hash_v1 import DIMENSION
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 if TYPE_CHECKING:
+    from typing import Any
+
     from hotmem.retrieval.index import SearchIndex
     from hotmem.retrieval.rows import Rows
 

@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
 
 from hotmem.records import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "MIN_SIMILARITY",

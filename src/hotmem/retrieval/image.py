@@ -30,7 +30,6 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import compress
-from typing import Any
 
 from hotmem.embedding.hash_v1 import VECTOR_BYTES
 from hotmem.embedding.vectors import first_not_unit
@@ -42,6 +41,10 @@ from hotmem.store.fts import LEXICAL_INDEX
 from hotmem.store.image import Posted, image_part
 from hotmem.store.lexical_index import TABLES, Table
 from hotmem.store.memory_store import MemoryStore
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["FORMAT", "encoded", "loaded", "save"]
 

@@ -23,9 +23,12 @@ import sys
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from hotmem.store.lexical_index import Table
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["K1", "B", "LexicalColumn", "Postings", "extended", "idf", "share"]
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal, get_args
 
 from hotmem.embedding import SEMANTIC_MODEL
 from hotmem.errors import ValidationError
@@ -46,8 +45,10 @@ from hotmem.retrieval.channels import (
 from hotmem.retrieval.fusion import WEIGHTS, Weights
 from hotmem.retrieval.rerank import MMR, Reranker, reranker_from_mapping
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 if TYPE_CHECKING:
-    pass
+    from typing import Literal
+
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -63,10 +64,13 @@ __all__ = [
     "resolve_profile",
 ]
 
-Fusion = Literal["weighted", "rrf"]
+if TYPE_CHECKING:
+    Fusion = Literal["weighted", "rrf"]
+    #: The channels a profile may drop (``Profile.without``, the evaluator's ablation).
+    Channel = Literal["vector", "lexical", "importance"]
+else:  # at run time, what the values are
+    Fusion = Channel = str
 _FUSIONS: tuple[Fusion, ...] = ("weighted", "rrf")
-#: The channels a profile may drop (``Profile.without``, the evaluator's ablation).
-Channel = Literal["vector", "lexical", "importance"]
 DEFAULT_PROFILE = "default"
 _MAX_NAME = 64
 _MAX_DEPTH = 10_000
@@ -114,9 +118,9 @@ class Profile:
         object.__setattr__(
             self, "importance", checked_number("importance", self.importance, 0, 1e6)
         )
-        if self.fusion not in get_args(Fusion):
+        if self.fusion not in _FUSIONS:
             raise ValidationError(
-                f"fusion must be one of {', '.join(get_args(Fusion))}; found {self.fusion!r}"
+                f"fusion must be one of {', '.join(_FUSIONS)}; found {self.fusion!r}"
             )
         checked_integer("rrf_k", self.rrf_k, _MAX_RRF_K)
         checked_integer("depth", self.depth, _MAX_DEPTH)
@@ -201,7 +205,7 @@ def _fusion(profile: str, value: object) -> Fusion:
         if value == method:
             return method
     raise ValidationError(
-        f"profile {profile!r}: fusion must be one of {', '.join(get_args(Fusion))}; found {value!r}"
+        f"profile {profile!r}: fusion must be one of {', '.join(_FUSIONS)}; found {value!r}"
     )
 
 

@@ -24,13 +24,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import ClassVar
 
 from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.errors import ValidationError
 from hotmem.fields import shown
 from hotmem.records import record
 from hotmem.store.spaces import SPACE_NAME
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 __all__ = [
     "DEFAULT_LAMBDA",

@@ -14,7 +14,6 @@ import sqlite3
 import sys
 import weakref
 from collections.abc import Sequence
-from typing import Protocol
 
 from hotmem.errors import ValidationError
 from hotmem.retrieval import image
@@ -29,6 +28,12 @@ from hotmem.retrieval.results import ScoreComponents, SearchResult
 from hotmem.store import changes
 from hotmem.store.memory_store import MemoryStore
 from hotmem.store.rows import tags_from_text
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
+if TYPE_CHECKING:
+    from typing import Protocol
+else:  # Channels is a type checker's protocol: at run time, a plain class
+    Protocol = object
 
 __all__ = [
     "NUMPY_FROM",

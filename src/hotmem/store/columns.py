@@ -21,7 +21,6 @@ from bisect import bisect_left
 from collections.abc import Collection, Iterator
 from itertools import repeat
 from operator import truediv
-from typing import Any
 
 from hotmem.embedding.hash_v1 import VECTOR_BYTES
 from hotmem.errors import StoreError
@@ -54,6 +53,10 @@ _COLUMNS_SQL = (
     f"sum({_BAD_IMPORTANCE} OR importance * {_SCALE!r} != {_SCALED}) "
     "FROM memories WHERE rowid BETWEEN ? AND ?"
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
+if TYPE_CHECKING:
+    from typing import Any
 _SCOPES_SQL = "SELECT identifier, group_concat(rowid) FROM memories GROUP BY identifier"
 #: The largest memory rowid and change-log entry (``changes.Mark``).
 MARK_SQL = (

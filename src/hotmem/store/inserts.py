@@ -16,14 +16,16 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
-from typing import TYPE_CHECKING, TypeVar
 
 from hotmem.errors import DuplicateMemoryError, ValidationError
 from hotmem.fields import shown
 from hotmem.progress import ProgressCallback, monotonic
 from hotmem.store import lexical_index, schema, spaces
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from hotmem.embedding.registry import Embedder
     from hotmem.models import Memory
 
@@ -41,7 +43,8 @@ __all__ = [
     "space_rows_of",
 ]
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    T = TypeVar("T")
 #: Memories validated, embedded and inserted at a time by ``add_many`` and ``add_stream``.
 ADD_BATCH = 10_000
 #: Batches at least this large are indexed in one statement.

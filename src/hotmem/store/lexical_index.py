@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Literal
 
 from hotmem.store.fts import cjk_index_text
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 if TYPE_CHECKING:
+    from typing import Literal
+
     from hotmem.progress import ProgressCallback
 
 __all__ = [
@@ -32,7 +34,10 @@ __all__ = [
 ]
 
 #: The two lexical indexes: the words of every fact, the CJK grams of the facts with any.
-Table = Literal["memories_fts", "memories_cjk"]
+if TYPE_CHECKING:
+    Table = Literal["memories_fts", "memories_cjk"]
+else:  # at run time, what the values are
+    Table = str
 TABLES: tuple[Table, ...] = ("memories_fts", "memories_cjk")
 
 # The CJK grams of one memory, by memory_id (its rowid was assigned by the insert before).

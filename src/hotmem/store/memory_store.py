@@ -12,7 +12,6 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sized
 from contextlib import contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 from hotmem.errors import MemoryNotFoundError, ValidationError
 from hotmem.fields import lookup_text
@@ -26,6 +25,7 @@ from hotmem.store.space_methods import VectorSpaces
 from hotmem.store.updates import Updates, validated
 from hotmem.store.upkeep import Upkeep
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 if TYPE_CHECKING:
     from hotmem.models import Clock, Memory
     from hotmem.progress import ProgressCallback

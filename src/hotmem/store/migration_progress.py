@@ -33,15 +33,16 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
 
 from hotmem.errors import StoreError
 from hotmem.progress import Progress
 from hotmem.records import record
 from hotmem.store.schema import SCHEMA_VERSION
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 if TYPE_CHECKING:
     import threading
+    from typing import Any
 
 __all__ = [
     "HEARTBEAT",

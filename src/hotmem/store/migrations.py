@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from hotmem.progress import Progress
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 if TYPE_CHECKING:
     from hotmem.store.migration_progress import Publisher
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Literal, get_args
 
 from hotmem.errors import MissingExtraError, ValidationError
 from hotmem.fields import shown
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 
 __all__ = ["Accelerator", "accelerated", "checked_timeout"]
 
@@ -32,8 +33,13 @@ def checked_timeout(busy_timeout: object) -> float:
 
 #: How a store scans vectors: ``"auto"`` uses numpy when it is importable (the ``fast`` extra),
 #: ``"numpy"`` requires it, ``"off"`` never uses it. Results are identical either way.
-Accelerator = Literal["auto", "numpy", "off"]
-_ACCELERATORS = get_args(Accelerator)
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Accelerator = Literal["auto", "numpy", "off"]
+else:  # at run time, what the values are
+    Accelerator = str
+_ACCELERATORS: tuple[Accelerator, ...] = ("auto", "numpy", "off")
 
 
 def accelerated(accelerator: object) -> bool:

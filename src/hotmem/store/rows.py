@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from hotmem.embedding.hash_v1 import MODEL_NAME, embed_bytes, embed_many_bytes
 from hotmem.embedding.vectors import first_not_unit, vector_breach
@@ -23,7 +22,10 @@ from hotmem.errors import StoreError
 from hotmem.fields import canonical_timestamp_breach, format_timestamp, shown, timestamp_or_breach
 from hotmem.store import lexical_index
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 if TYPE_CHECKING:
+    from typing import Any
+
     from hotmem.models import Memory
 
 __all__ = [

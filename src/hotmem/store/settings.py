@@ -15,11 +15,12 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
 
 from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.errors import MissingExtraError
 from hotmem.store.spaces import VectorSpace, read_spaces
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 
 __all__ = ["DEFAULT_PROFILE", "Settings", "default_spaces"]
 

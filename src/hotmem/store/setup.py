@@ -19,7 +19,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
-from typing import Literal
 
 from hotmem.errors import StoreError
 from hotmem.fields import shown
@@ -28,6 +27,8 @@ from hotmem.store import changes, lexical_index, schema, spaces
 from hotmem.store.migration_progress import Publisher, take_setup_lock
 from hotmem.store.migrations import migrate
 from hotmem.store.sqlerrors import translated
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 
 __all__ = [
     "BUSY_TIMEOUT",
@@ -48,7 +49,12 @@ _JOURNAL_SIZE_LIMIT = 64 * 2**20
 # Keys whose stored value may differ from this version's until the migrations have run.
 _MIGRATED_KEYS = frozenset({"schema_version", "fts_tokenizer"})
 
-Action = Literal["ready", "create", "reinitialise", "complete"]
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Action = Literal["ready", "create", "reinitialise", "complete"]
+else:  # at run time, what the values are
+    Action = str
 
 
 def connect(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sqlite3
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
 
 from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.errors import ValidationError
@@ -20,6 +19,7 @@ from hotmem.store import changes, spaces
 from hotmem.store.settings import default_spaces
 from hotmem.store.spaces import REINDEX_BATCH, VectorSpace
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 if TYPE_CHECKING:
     from hotmem.store.inserts import SpaceEmbedders
 
@@ -93,10 +93,8 @@ class VectorSpaces:
             MissingExtraError, StoreError, EmbedderError: as ``reindex.space_embedders``.
         """
         if self._written_embedders is None:
-            from hotmem.store import reindex as reindexing
-
             with self.reading() as connection:
-                return reindexing.space_embedders(connection, self._path, self._model_dir)
+                return self._space_embedders(connection)
         return self._written_embedders
 
     def _write_embedders(self, connection: sqlite3.Connection) -> SpaceEmbedders:
@@ -106,12 +104,17 @@ class VectorSpaces:
         Raises:
             MissingExtraError, StoreError, EmbedderError: as ``reindex.space_embedders``.
         """
+        self._written_embedders = self._space_embedders(connection)
+        return self._written_embedders
+
+    def _space_embedders(self, connection: sqlite3.Connection) -> SpaceEmbedders:
+        """``reindex.space_embedders``: none, without loading the embedder registry, for a
+        store of hotmem-hash-v1 alone (whose vectors are written with the memories)."""
+        if all(space.name == MODEL_NAME for space in spaces.read_spaces(connection)):
+            return ()
         from hotmem.store import reindex as reindexing
 
-        self._written_embedders = reindexing.space_embedders(
-            connection, self._path, self._model_dir
-        )
-        return self._written_embedders
+        return reindexing.space_embedders(connection, self._path, self._model_dir)
 
     def _model_dir_of(self, model_dir: str | os.PathLike[str] | None) -> str | None:
         return self._model_dir if model_dir is None else os.fspath(model_dir)

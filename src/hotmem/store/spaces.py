@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
 
 from hotmem.embedding.hash_v1 import DIMENSION, DTYPE, HASH_DIGEST, MODEL_NAME, embed_bytes
 from hotmem.embedding.vectors import first_not_unit, vector_breach
@@ -27,6 +26,7 @@ from hotmem.errors import StoreError, ValidationError
 from hotmem.fields import shown
 from hotmem.records import record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 if TYPE_CHECKING:
     from hotmem.embedding.registry import Embedder
 

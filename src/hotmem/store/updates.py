@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import namedtuple
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.errors import DuplicateMemoryError, MemoryNotFoundError, ValidationError
@@ -22,13 +22,19 @@ from hotmem.records import record, replace
 from hotmem.store import inserts, lexical_index, spaces
 from hotmem.store.inserts import ADD_BATCH, SpaceEmbedders
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 if TYPE_CHECKING:
+    from typing import Literal, NamedTuple
+
     from hotmem.models import Clock, Memory
 
 __all__ = ["EXISTING", "Existing", "ImportCounts", "Item", "Updates", "rewrite", "validated"]
 
 #: What ``import_stream`` does with a memory whose id the store already holds.
-Existing = Literal["refuse", "skip", "update"]
+if TYPE_CHECKING:
+    Existing = Literal["refuse", "skip", "update"]
+else:  # at run time, what the values are
+    Existing = str
 EXISTING: tuple[Existing, ...] = ("refuse", "skip", "update")
 
 _REWRITE = (
@@ -41,14 +47,19 @@ _STORED = (
 )
 
 
-class Item(NamedTuple):
-    """A validated memory of an input: its position (from 0), and whether the input gave
-    its ``memory_id`` and its ``created_at``."""
+if TYPE_CHECKING:
 
-    position: int
-    memory: Memory
-    with_id: bool
-    dated: bool
+    class Item(NamedTuple):
+        """A validated memory of an input: its position (from 0), and whether the input gave
+        its ``memory_id`` and its ``created_at``."""
+
+        position: int
+        memory: Memory
+        with_id: bool
+        dated: bool
+
+else:  # the same named tuple, without importing typing
+    Item = namedtuple("Item", ("position", "memory", "with_id", "dated"))
 
 
 def validated(
@@ -217,11 +228,13 @@ class Updates:
     ) -> SpaceEmbedders:
         """The embedders of the store's spaces: ``loaded`` while the spaces are theirs (another
         process may have added or dropped one since they were loaded), else loaded now."""
-        from hotmem.store import reindex  # writes only
-
         names = [s.name for s in spaces.read_spaces(connection) if s.name != MODEL_NAME]
         if loaded is not None and [name for name, _ in loaded] == names:
             return loaded
+        if not names:  # hotmem-hash-v1 alone: no embedder to load (nor its registry)
+            return ()
+        from hotmem.store import reindex  # a store with another space
+
         return reindex.space_embedders(connection, self._path, self._model_dir)
 
     def update(

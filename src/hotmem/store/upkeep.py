@@ -10,12 +10,12 @@ import importlib
 import os
 import sqlite3
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
 
 from hotmem.progress import ProgressCallback
 from hotmem.store import changes, image, lexical_index, schema, spaces, sqlerrors
 from hotmem.store.image import Produce
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 if TYPE_CHECKING:
     from hotmem.snapshot.writer import SnapshotReport
 
