@@ -28,6 +28,10 @@ from hotmem.fields import shown
 from hotmem.store.lexical_index import varints
 from hotmem.store.rows import unit_breach
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = [
     "MARK_SQL",
     "Job",
@@ -54,9 +58,6 @@ _COLUMNS_SQL = (
     "FROM memories WHERE rowid BETWEEN ? AND ?"
 )
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
-if TYPE_CHECKING:
-    from typing import Any
 _SCOPES_SQL = "SELECT identifier, group_concat(rowid) FROM memories GROUP BY identifier"
 #: The largest memory rowid and change-log entry (``changes.Mark``).
 MARK_SQL = (
