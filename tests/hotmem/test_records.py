@@ -153,3 +153,32 @@ def test_a_first_search_loads_neither_dataclasses_nor_inspect_nor_typing(tmp_pat
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     ).stdout
     assert out == "mem- False False False\n"
+
+
+@pytest.mark.parametrize(
+    ("module", "alias", "values"),
+    [
+        ("hotmem.retrieval.profiles", "Fusion", "_FUSIONS"),
+        ("hotmem.store.options", "Accelerator", "_ACCELERATORS"),
+    ],
+)
+def test_a_literal_alias_and_the_values_checked_at_run_time_agree(
+    module: str, alias: str, values: str
+) -> None:
+    """A ``Literal`` alias exists for the type checker only (run time has no ``typing``): the
+    tuple the code checks values against must list the same values, in the same order."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    loaded = importlib.import_module(module)
+    tree = ast.parse(Path(str(loaded.__file__)).read_text(encoding="utf-8"))
+    [literal] = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and [getattr(target, "id", None) for target in node.targets] == [alias]
+        and isinstance(node.value, ast.Subscript)
+    ]
+    assert isinstance(literal, ast.Subscript)
+    assert ast.literal_eval(literal.slice) == getattr(loaded, values)
