@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from hotmem.errors import MemoryNotFoundError
 from hotmem.fields import lookup_text
 from hotmem.records import record
-from hotmem.retrieval import image
+from hotmem.retrieval import image_writes
 from hotmem.retrieval.fusion import Weights, normalise_bm25, rrf, top, weighted
 from hotmem.retrieval.prepared import Prepared
 from hotmem.retrieval.profiles import Profile
@@ -206,5 +206,5 @@ def examine(
                 rank_of.get(p) if ask else None for p, ask in zip(positions, asked, strict=True)
             ]
     if any(asked):
-        image.save(store, index)  # outside the read transaction: a write of its own
+        image_writes.save(store, index)  # outside the read transaction: a write of its own
     return Examination(chosen, explanations, ranks, top_results)

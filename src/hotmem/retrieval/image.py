@@ -14,10 +14,8 @@ Nothing here is trusted beyond that: an image of another format, lexical derivat
 SQLite, of parts that do not fit together, or older than what the change log keeps is
 ignored, and the store is loaded whole.
 
-**When an index writes its image** (after a search, outside its read transaction, waiting for
-no writer): after a full load; when a quarter of its memories were added since its image
-(``_STALE_SHARE``), or 4,096 when that is more; and, while it has added nothing since, the
-postings it read since, once they are 16 tokens or a quarter of those the image holds.
+When an index writes its image, and how a large one is written after the search that
+wanted it, is ``image_writes.py``.
 """
 
 from __future__ import annotations
@@ -39,21 +37,15 @@ from hotmem.store.changes import Mark
 from hotmem.store.columns import vectors_upto
 from hotmem.store.fts import LEXICAL_INDEX
 from hotmem.store.image import Posted, image_part
-from hotmem.store.lexical_index import TABLES, Table
-from hotmem.store.memory_store import MemoryStore
+from hotmem.store.lexical_index import Table
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["FORMAT", "encoded", "loaded", "save"]
+__all__ = ["FORMAT", "encoded", "encoded_postings", "loaded"]
 
 FORMAT = 1
-_STALE_SHARE = 4
-_STALE_FLOOR = 4096
-_TOKENS_FLOOR = 16
-#: The mark of an image not written yet (its write was tried, the store was busy).
-_NONE = Mark(-1, -1)
 
 
 _BIG_ENDIAN = sys.byteorder == "big"
@@ -91,7 +83,7 @@ def _renumbered(index: SearchIndex) -> tuple[Sequence[int], array[int] | None]:
     return keep, renumbered
 
 
-def _postings(
+def encoded_postings(
     index: SearchIndex, renumbered: array[int] | None, only: set[tuple[Table, str]] | None = None
 ) -> list[Posted]:
     """The postings ``index`` holds (of ``only`` when given), renumbered, dead memories left
@@ -174,7 +166,7 @@ def encoded(index: SearchIndex) -> tuple[dict[str, bytes], list[Posted]]:
         "grams": _le(_kept(grams, keep)),
         "scope_positions": b"".join(_le(array("q", found)) for found in scopes.values()),
     }
-    return parts, _postings(index, renumbered)
+    return parts, encoded_postings(index, renumbered)
 
 
 def _header(connection: sqlite3.Connection) -> tuple[dict[str, object], bytes] | None:
@@ -313,68 +305,3 @@ def _vectors(
         return False  # the image is left: the full load names the memory
     index.append_vectors(blobs)
     return True
-
-
-def _wanted(index: SearchIndex) -> bool:
-    image = index.image
-    if image is None or image.mark == _NONE:
-        return True
-    added = len(index.rowids) - image.count
-    if added * _STALE_SHARE >= max(index.size, _STALE_FLOOR * _STALE_SHARE):
-        return True
-    if added:
-        return False
-    held = sum(len(column.postings) for column in index.lexical.values())
-    new = held - len(image.tokens)
-    return new >= max(_TOKENS_FLOOR, len(image.tokens) // 4)
-
-
-def _added_postings(index: SearchIndex) -> set[tuple[Table, str]] | None:
-    """The tokens whose postings ``index`` holds and its image lacks, when they can be added
-    to the image as they are (the image's positions are the index's: it was aligned and the
-    index has added no memory since); else ``None``."""
-    image = index.image
-    if image is None or image.mark == _NONE or not image.aligned:
-        return None
-    if image.count != len(index.rowids):
-        return None
-    held = {(t, token) for t in TABLES for token in index.lexical[t].postings}
-    return held - image.tokens
-
-
-def save(store: MemoryStore, index: SearchIndex) -> None:
-    """Write ``index``'s image into ``store`` when it is wanted (module docstring): only the
-    postings it read since when that is all that changed, else the whole image. A store that
-    is busy or read-only is tried again once it changed; an in-memory store, which no other
-    process opens, never."""
-    image = index.image
-    if (
-        store.path == ":memory:"
-        or not index.size
-        or not _wanted(index)
-        or (image is not None and image.tried == index.mark)
-    ):
-        return
-    added = _added_postings(index)
-    if (
-        added is not None
-        and image is not None
-        and store.write_index_image(lambda: ({}, _postings(index, None, added)), image.header)
-    ):
-        image.tokens |= added
-        return
-    written: list[bytes] = []
-
-    def produce() -> tuple[dict[str, bytes], list[Posted]]:
-        parts, postings = encoded(index)
-        written.append(parts["header"])
-        return parts, postings
-
-    if store.write_index_image(produce):
-        tokens = {(t, token) for t in TABLES for token in index.lexical[t].postings}
-        aligned = not index.deaths
-        index.image = Image(index.mark, len(index.rowids), aligned, tokens, header=written[0])
-    elif image is not None:
-        image.tried = index.mark
-    else:
-        index.image = Image(_NONE, 0, aligned=False, tokens=set(), tried=index.mark)

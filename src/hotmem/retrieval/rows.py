@@ -50,6 +50,15 @@ class Rows:
         at = bisect_right(self._starts, position) - 1
         return self._segments[at], (position - self._starts[at]) * self.width
 
+    def copy(self) -> Rows:
+        """These rows as they are now: the loaded segments shared (they never change), the
+        growing tail copied."""
+        found = Rows(self.width)
+        found._segments = [s if isinstance(s, bytes) else bytearray(s) for s in self._segments]
+        found._starts = list(self._starts)
+        found._count = self._count
+        return found
+
     def segments(self) -> Iterator[tuple[int, bytes | bytearray]]:
         """``(first position, buffer)`` of each segment, in order."""
         return zip(self._starts, self._segments, strict=True)

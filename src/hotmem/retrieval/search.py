@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Sequence
 
 from hotmem.errors import ValidationError
-from hotmem.retrieval import image
+from hotmem.retrieval import image, image_writes
 from hotmem.retrieval.fusion import Rule, Weights, normalise_bm25, rrf, top
 from hotmem.retrieval.index import SearchIndex
 from hotmem.retrieval.prepared import QUERY_VECTORS, Prepared, keep_query_vectors, prepare
@@ -290,7 +290,7 @@ def ranking(
         channels = channels_for(store, prepared)
         winners, results = ranked_top(store, prepared, channels, chosen, request.limit, keep)
         ids = prepared.names([p for _, p in winners])
-    image.save(store, prepared.index)  # outside the read transaction: a write of its own
+    image_writes.save(store, prepared.index)  # outside the read transaction: a write of its own
     return [ids[p] for _, p in winners], results
 
 
