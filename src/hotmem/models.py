@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from itertools import chain
 
 from hotmem.errors import ValidationError
-from hotmem.fields import FIELD_NAMES, FIELD_RULES, Breach, format_timestamp, timestamp_or_breach
+from hotmem.fields import (
+    FIELD_NAMES,
+    FIELD_RULES,
+    MAX_ID_LENGTH,
+    MAX_TAGS,
+    Breach,
+    format_timestamp,
+    timestamp_or_breach,
+)
 from hotmem.records import record
 
 try:  # built into CPython: "import hashlib" would load OpenSSL first (2-3 ms)
@@ -16,7 +25,7 @@ except ImportError:  # Python 3.12+ or another Python
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 if TYPE_CHECKING:
-    from typing import cast
+    from typing import Any, cast
 else:
 
     def cast(_type: object, value: object) -> object:  # typing.cast, without typing
@@ -28,6 +37,7 @@ __all__ = [
     "Memory",
     "fixed_clock",
     "make_memory",
+    "memories_from_mappings",
     "memory_from_mapping",
     "parse_timestamp",
     "system_clock",
@@ -161,6 +171,75 @@ def memory_from_mapping(record: Mapping[str, object], *, clock: Clock = system_c
         created_at=record.get("created_at"),
         clock=clock,
     )
+
+
+def memories_from_mappings(
+    records: Sequence[object], *, clock: Clock = system_clock
+) -> list[Memory] | None:
+    """The memories :func:`memory_from_mapping` makes of each of ``records``, the field rules
+    checked a column at a time (a bulk ingest's batch: a few µs a memory less); ``None`` when
+    a record breaks a rule or is not of the plain shapes this checks (a ``dict``, ``str``
+    texts, ``int`` or ``float`` importance, tags a list or tuple of ``str``): then
+    :func:`memory_from_mapping`, record by record, gives the memory or says which rule and
+    why. The clock is called for each record without ``created_at``, in order, as there."""
+    if not all(type(r) is dict and r.keys() <= _MEMORY_FIELDS for r in records):
+        return None
+    rows: list[dict[str, Any]] = records  # type: ignore[assignment]  # dicts, just checked
+    if not all("fact" in r and "identifier" in r for r in rows):
+        return None
+    facts = [r["fact"] for r in rows]
+    identifiers = [r["identifier"] for r in rows]
+    given_ids = [r["memory_id"] for r in rows if r.get("memory_id") is not None]
+    importances = [r.get("importance", 0.5) for r in rows]
+    tags = [r.get("tags", ()) for r in rows]
+    if not (
+        _sound_texts(facts, None, nul=False)
+        and _sound_texts(identifiers, MAX_ID_LENGTH, nul=False)
+        and _sound_texts(given_ids, MAX_ID_LENGTH, nul=False)
+        and set(map(type, importances)) <= {float, int}
+        and all(map((0.0).__le__, importances))
+        and all(map((1.0).__ge__, importances))
+        and set(map(type, tags)) <= {list, tuple}
+        and max(map(len, tags), default=0) <= MAX_TAGS
+        and _sound_texts(list(chain.from_iterable(tags)), None, nul=True)
+    ):
+        return None
+    given = [r.get("created_at") for r in rows]
+    moments = [None if m is None else timestamp_or_breach(m) for m in given]
+    if any(isinstance(m, Breach) for m in moments):
+        return None  # before the clock is asked anything
+    found: list[Memory] = []
+    for r, fact, identifier, importance, labels, moment in zip(
+        rows, facts, identifiers, importances, tags, moments, strict=True
+    ):
+        created = timestamp_or_breach(clock()) if moment is None else moment
+        if isinstance(created, Breach):  # a clock answering what is not a time
+            return None
+        memory_id = r.get("memory_id")
+        if memory_id is None:
+            memory_id = _derived_id(identifier, fact, created)
+        found.append(Memory(memory_id, identifier, fact, float(importance), tuple(labels), created))
+    return found
+
+
+def _sound_texts(values: list[Any], max_length: int | None, *, nul: bool) -> bool:
+    """Whether each of ``values`` is a ``str`` the text rule accepts (``fields.text_breach``):
+    not blank, at most ``max_length`` characters, valid Unicode, and without NUL unless
+    ``nul`` (a tag's rule allows one)."""
+    if not values:
+        return True
+    if set(map(type, values)) != {str} or not all(map(str.strip, values)):
+        return False
+    if max_length is not None and max(map(len, values)) > max_length:
+        return False
+    joined = "".join(values)
+    if not nul and "\x00" in joined:
+        return False
+    try:
+        joined.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def count_of(count: int, singular: str, plural: str) -> str:

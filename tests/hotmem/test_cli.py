@@ -247,15 +247,22 @@ def test_import_validates_each_line_once_and_stores_what_it_validated(
     import hotmem.models
 
     calls: list[object] = []
-    real = hotmem.models.memory_from_mapping
+    one_by_one, by_columns = hotmem.models.memory_from_mapping, hotmem.models.memories_from_mappings
 
     def counted(record: object, **kwargs: object) -> hotmem.Memory:
         calls.append(record)
-        return real(record, **kwargs)  # type: ignore[arg-type]
+        return one_by_one(record, **kwargs)  # type: ignore[arg-type]
 
-    # the import command's own check, and the store's (which an import no longer runs)
-    monkeypatch.setattr(hotmem.cli.importing, "memory_from_mapping", counted)
-    monkeypatch.setattr(hotmem.models, "memory_from_mapping", counted)
+    def counted_batch(records: list[object], **kwargs: object) -> list[hotmem.Memory] | None:
+        found = by_columns(records, **kwargs)  # type: ignore[arg-type]
+        calls.extend(records if found is not None else ())  # else checked one by one
+        return found
+
+    # the import command's own check (a batch by columns, or one by one), and the store's
+    # (which an import no longer runs)
+    for module in (hotmem.cli.importing, hotmem.models):
+        monkeypatch.setattr(module, "memory_from_mapping", counted)
+        monkeypatch.setattr(module, "memories_from_mappings", counted_batch)
     source = tmp_path / "m.jsonl"
     source.write_text(
         '{"fact": "one", "identifier": "a", "memory_id": "m-1", '
@@ -264,7 +271,7 @@ def test_import_validates_each_line_once_and_stores_what_it_validated(
     )
     db = tmp_path / "s.db"
     assert run(capsys, "--db", str(db), "import", str(source))[:2] == (0, "imported 2 memories\n")
-    assert len(calls) == 2
+    assert [record["fact"] for record in calls] == ["one", "two"]  # type: ignore[index]
     with hotmem.open_store(db) as store:
         one, [two] = store.get("m-1"), list(store.iter_memories(identifier="b"))
     assert (one.fact, one.identifier) == ("one", "a")

@@ -13,18 +13,18 @@ import os
 import stat
 import sys
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, suppress
-from itertools import chain
+from itertools import chain, islice
 from pathlib import Path
 from typing import BinaryIO
 
 from hotmem.cli.support import UserInputError, created_store, db_path
 from hotmem.errors import DuplicateMemoryError, ValidationError
 from hotmem.jsonl import JsonlProblem, JsonlRecord, read_jsonl
-from hotmem.models import count_of, memory_from_mapping
+from hotmem.models import count_of, memories_from_mappings, memory_from_mapping
 from hotmem.progress import Progress
-from hotmem.store.updates import Existing, ImportCounts, Item
+from hotmem.store.updates import CHECKED_BATCH, Existing, ImportCounts, Item
 
 __all__ = ["MAX_REPORTED_PROBLEMS", "cmd_import", "configure_import", "jsonl_memories"]
 
@@ -40,9 +40,43 @@ def _checked(record: JsonlRecord, position: int) -> Item | str:
         memory = memory_from_mapping(record.value)
     except ValidationError as exc:
         return f"{record.path}:{record.line}: {exc}"
-    value = record.value  # a mapping: memory_from_mapping accepted it
-    given = (value.get("memory_id") is not None, value.get("created_at") is not None)
-    return Item(position, memory, *given)
+    return Item(position, memory, *_given(record.value))
+
+
+def _batches(
+    items: Iterable[JsonlRecord | JsonlProblem],
+) -> Iterator[list[JsonlRecord | JsonlProblem]]:
+    """``items`` in lists of at most ``CHECKED_BATCH``."""
+    iterator = iter(items)
+    while batch := list(islice(iterator, CHECKED_BATCH)):
+        yield batch
+
+
+def _checked_batch(
+    items: list[JsonlRecord | JsonlProblem], position: int
+) -> list[tuple[JsonlRecord | JsonlProblem, Item | str]]:
+    """Each item with its validated memory (positions from ``position``) or its problem: the
+    records checked a column at a time when the batch has no problem, else one by one."""
+    values = [item.value for item in items if isinstance(item, JsonlRecord)]
+    memories = memories_from_mappings(values) if len(values) == len(items) else None
+    if memories is None:
+        found: list[tuple[JsonlRecord | JsonlProblem, Item | str]] = []
+        for item in items:
+            checked = str(item) if isinstance(item, JsonlProblem) else _checked(item, position)
+            position += not isinstance(checked, str)
+            found.append((item, checked))
+        return found
+    return [
+        (item, Item(position + i, memory, *_given(item.value)))
+        for i, (item, memory) in enumerate(zip(items, memories, strict=True))
+        if isinstance(item, JsonlRecord)
+    ]
+
+
+def _given(value: object) -> tuple[bool, bool]:
+    """Whether a record gave its ``memory_id`` and its ``created_at``."""
+    assert isinstance(value, dict)  # a record memories_from_mappings accepted
+    return value.get("memory_id") is not None, value.get("created_at") is not None
 
 
 def jsonl_memories(
@@ -63,15 +97,15 @@ def jsonl_memories(
     """
     total = 0
     position = 0
-    for item in read_jsonl(source, name=name):
-        checked = str(item) if isinstance(item, JsonlProblem) else _checked(item, position)
-        if isinstance(checked, str):
-            total += 1
-            if len(problems) < MAX_REPORTED_PROBLEMS:
-                problems.append(checked)
-        elif not total and isinstance(item, JsonlRecord):
-            position += 1
-            yield item, checked
+    for items in _batches(read_jsonl(source, name=name)):
+        for item, checked in _checked_batch(items, position):
+            if isinstance(checked, str):
+                total += 1
+                if len(problems) < MAX_REPORTED_PROBLEMS:
+                    problems.append(checked)
+            elif not total and isinstance(item, JsonlRecord):
+                position += 1
+                yield item, checked
     if total:
         more = total - len(problems)
         tail = [f"... and {more} more problem{'s' if more != 1 else ''}"] if more else []

@@ -14,6 +14,7 @@ import sqlite3
 from collections import namedtuple
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
+from itertools import islice
 
 from hotmem.embedding.hash_v1 import MODEL_NAME
 from hotmem.errors import DuplicateMemoryError, MemoryNotFoundError, ValidationError
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     Existing = Literal["refuse", "skip", "update"]
 else:  # at run time, what the values are
     Existing = str
+#: Records of a bulk ingest checked a column at a time (``models.memories_from_mappings``).
+CHECKED_BATCH = 512
 EXISTING: tuple[Existing, ...] = ("refuse", "skip", "update")
 
 _REWRITE = (
@@ -65,20 +68,48 @@ else:  # the same named tuple, without importing typing
 def validated(
     items: Iterable[Memory | Mapping[str, object]], clock: Clock | None
 ) -> Iterator[Item]:
-    """Each item validated (a :class:`Memory` again, a mapping by ``memory_from_mapping``).
+    """Each item validated (a :class:`Memory` again, a mapping by ``memory_from_mapping``):
+    a list or tuple ``CHECKED_BATCH`` items at a time, column by column when they are plain
+    dicts (``memories_from_mappings``); a stream one item at a time, none read before it is
+    wanted. The same items and errors either way.
 
     Raises:
         ValidationError: an item is invalid (``memory #N: ...``, N from 0).
     """
-    from hotmem.models import Memory, memory_from_mapping, system_clock
+    from hotmem.models import memories_from_mappings, system_clock
 
-    for position, item in enumerate(items):
+    clock = clock or system_clock
+    if not isinstance(items, list | tuple):  # a stream: no item read before it is wanted
+        yield from _one_by_one(items, 0, clock)
+        return
+    position = 0
+    iterator = iter(items)
+    while batch := list(islice(iterator, CHECKED_BATCH)):
+        # a batch of mappings checked a column at a time, else (a Memory among them, or a
+        # record that breaks a rule) one item at a time: the same items, the same errors
+        memories = memories_from_mappings(batch, clock=clock)
+        if memories is None:
+            yield from _one_by_one(batch, position, clock)
+        else:
+            for i, (item, memory) in enumerate(zip(batch, memories, strict=True)):
+                assert isinstance(item, dict)  # a batch checked as one holds dicts only
+                given = (item.get("memory_id") is not None, item.get("created_at") is not None)
+                yield Item(position + i, memory, *given)
+        position += len(batch)
+
+
+def _one_by_one(
+    items: Iterable[Memory | Mapping[str, object]], start: int, clock: Clock
+) -> Iterator[Item]:
+    from hotmem.models import Memory, memory_from_mapping
+
+    for position, item in enumerate(items, start):
         try:
             if isinstance(item, Memory):
                 # Re-validate: a Memory can be built by hand with any values.
                 yield Item(position, memory_from_mapping(item.to_dict()), True, True)
                 continue
-            memory = memory_from_mapping(item, clock=clock or system_clock)
+            memory = memory_from_mapping(item, clock=clock)
         except ValidationError as exc:
             raise type(exc)(f"memory #{position}: {exc}") from None
         given = (item.get("memory_id") is not None, item.get("created_at") is not None)
