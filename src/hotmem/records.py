@@ -70,6 +70,8 @@ def record(cls: type[_Record]) -> type[_Record]:
         "__dataclass_fields__": _Twin("__dataclass_fields__"),
         "__dataclass_params__": _Twin("__dataclass_params__"),
     }
+    if namespace.get("__hash__", 0) is None and "__eq__" in cls.__dict__:
+        del namespace["__hash__"]  # Python's None for a class writing __eq__: hash the fields
     for key, value in generic.items():
         namespace.setdefault(key, value)
     metaclass: Any = type(cls)

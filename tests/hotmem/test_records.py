@@ -182,3 +182,20 @@ def test_a_literal_alias_and_the_values_checked_at_run_time_agree(
     ]
     assert isinstance(literal, ast.Subscript)
     assert ast.literal_eval(literal.slice) == getattr(loaded, values)
+
+
+def test_a_record_writing_its_own_eq_is_hashed_by_its_fields_as_a_dataclass_is() -> None:
+    def body() -> type:
+        class Pair:
+            left: int
+            right: int
+
+            def __eq__(self, other: object) -> bool:
+                same = type(other) is type(self)
+                return same and {self.left, self.right} == {other.left, other.right}  # type: ignore[attr-defined]
+
+        return Pair
+
+    rec, dc = record(body()), dataclasses.dataclass(frozen=True, slots=True)(body())
+    assert rec(1, 2) == rec(2, 1)  # its own __eq__
+    assert hash(rec(1, 2)) == hash(dc(1, 2)) == hash((1, 2))
