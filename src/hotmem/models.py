@@ -182,44 +182,59 @@ def memories_from_mappings(
     texts, ``int`` or ``float`` importance, tags a list or tuple of ``str``): then
     :func:`memory_from_mapping`, record by record, gives the memory or says which rule and
     why. The clock is called for each record without ``created_at``, in order, as there."""
-    if not all(type(r) is dict and r.keys() <= _MEMORY_FIELDS for r in records):
-        return None
-    rows: list[dict[str, Any]] = records  # type: ignore[assignment]  # dicts, just checked
-    if not all("fact" in r and "identifier" in r for r in rows):
-        return None
-    facts = [r["fact"] for r in rows]
-    identifiers = [r["identifier"] for r in rows]
-    given_ids = [r["memory_id"] for r in rows if r.get("memory_id") is not None]
-    importances = [r.get("importance", 0.5) for r in rows]
-    tags = [r.get("tags", ()) for r in rows]
-    if not (
-        _sound_texts(facts, None, nul=False)
-        and _sound_texts(identifiers, MAX_ID_LENGTH, nul=False)
-        and _sound_texts(given_ids, MAX_ID_LENGTH, nul=False)
-        and set(map(type, importances)) <= {float, int}
-        and all(map((0.0).__le__, importances))
-        and all(map((1.0).__ge__, importances))
-        and set(map(type, tags)) <= {list, tuple}
-        and max(map(len, tags), default=0) <= MAX_TAGS
-        and _sound_texts(list(chain.from_iterable(tags)), None, nul=True)
-    ):
+    rows = _plain_rows(records)
+    if rows is None or not _sound_columns(rows):
         return None
     given = [r.get("created_at") for r in rows]
     moments = [None if m is None else timestamp_or_breach(m) for m in given]
     if any(isinstance(m, Breach) for m in moments):
         return None  # before the clock is asked anything
     found: list[Memory] = []
-    for r, fact, identifier, importance, labels, moment in zip(
-        rows, facts, identifiers, importances, tags, moments, strict=True
-    ):
+    for r, moment in zip(rows, moments, strict=True):
         created = timestamp_or_breach(clock()) if moment is None else moment
         if isinstance(created, Breach):  # a clock answering what is not a time
             return None
-        memory_id = r.get("memory_id")
-        if memory_id is None:
-            memory_id = _derived_id(identifier, fact, created)
-        found.append(Memory(memory_id, identifier, fact, float(importance), tuple(labels), created))
+        found.append(_memory_of(r, created))
     return found
+
+
+def _plain_rows(records: Sequence[object]) -> list[dict[str, Any]] | None:
+    """``records`` when each is a ``dict`` of memory fields with a fact and an identifier."""
+    plain = all(
+        type(r) is dict and r.keys() <= _MEMORY_FIELDS and "fact" in r and "identifier" in r
+        for r in records
+    )
+    return list(records) if plain else None  # type: ignore[arg-type]  # dicts, just checked
+
+
+def _sound_columns(rows: list[dict[str, Any]]) -> bool:
+    """Whether every row's fields obey their rules, checked a column at a time."""
+    importances = [r.get("importance", 0.5) for r in rows]
+    tags = [r.get("tags", ()) for r in rows]
+    return (
+        _sound_texts([r["fact"] for r in rows], None, nul=False)
+        and _sound_texts([r["identifier"] for r in rows], MAX_ID_LENGTH, nul=False)
+        and _sound_texts(
+            [r["memory_id"] for r in rows if r.get("memory_id") is not None],
+            MAX_ID_LENGTH,
+            nul=False,
+        )
+        and set(map(type, importances)) <= {float, int}
+        and all(map((0.0).__le__, importances))
+        and all(map((1.0).__ge__, importances))
+        and set(map(type, tags)) <= {list, tuple}
+        and max(map(len, tags), default=0) <= MAX_TAGS
+        and _sound_texts(list(chain.from_iterable(tags)), None, nul=True)
+    )
+
+
+def _memory_of(row: dict[str, Any], created: datetime) -> Memory:
+    """The memory of a row whose fields obey their rules, created at ``created``."""
+    fact, identifier, memory_id = row["fact"], row["identifier"], row.get("memory_id")
+    if memory_id is None:
+        memory_id = _derived_id(identifier, fact, created)
+    importance = float(row.get("importance", 0.5))
+    return Memory(memory_id, identifier, fact, importance, tuple(row.get("tags", ())), created)
 
 
 def _sound_texts(values: list[Any], max_length: int | None, *, nul: bool) -> bool:
