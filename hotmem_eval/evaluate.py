@@ -9,7 +9,6 @@ snapshot packages, the hydrated copies and the cold-start processes all live the
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,8 +28,8 @@ from hotmem_eval.fixtures import Fixture
 from hotmem_eval.ingest import kept_store, open_fixture_store
 from hotmem_eval.metric_registry import METRICS, OVERALL
 from hotmem_eval.metrics import aggregate_metrics, per_query_metrics
-from hotmem_eval.runner import run_queries
-from hotmem_eval.transfer import Package, TransferOutcome, rerun_transfer, transfer_package
+from hotmem_eval.runner import QueryRun, run_queries
+from hotmem_eval.transfer import PendingPackage, TransferOutcome, rerun_transfer, sampled_queries
 
 __all__ = [
     "ABLATED_CHANNELS",
@@ -42,12 +41,13 @@ __all__ = [
     "evaluate_profiles",
     "evidence_from",
     "metrics_at",
-    "sampled_queries",
 ]
 
 # The registered metrics the decision rules read (a KeyError on import if one is renamed).
 _RECALL = METRICS["recall_at_k"].name
 _DUPLICATE_SLOTS = METRICS["duplicate_slot_rate_at_k"].name
+#: A run's stages, in the order of ``EvalRun.stages_s``.
+_STAGES = ("query_embedding", "search", "misses", "transfer", "metrics")
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,39 +207,45 @@ def evaluate_profiles(
     store, reused = _source_store(fixture, workdir, spaces, store_path, stages)
     ingest_s = time.perf_counter() - started
     sampled = sampled_queries(fixture.queries, transfer_sample)
-    package = _OnePackage(store, workdir / "transfer", sampled)
-    runs = []
+    (workdir / "transfer").mkdir()
     with store:
-        for number, profile in enumerate(profiles):
-            done = number * fixture.queries.num_rows
-            runs.append(
-                _evaluate_one(
+        # Hydrated and (mostly) re-run by a child process while the source is searched.
+        package = PendingPackage(
+            store, workdir / "transfer", sampled, top_k=ks[-1], profiles=profiles
+        )
+        try:
+            searched = [
+                _searched_one(
                     store,
                     fixture,
                     profile,
                     cutoffs=ks,
                     repeat=repeat,
-                    progress=_offset(stages.search, done, total),
-                    ingest_s=0.0 if reused else ingest_s,
-                    transfer_queries=sampled,
-                    package=package,
+                    progress=_offset(stages.search, number * fixture.queries.num_rows, total),
                 )
+                for number, profile in enumerate(profiles)
+            ]
+            frames = [searched[0].per_query.with_columns(profile=pl.lit(profiles[0].name))]
+            for number, (_, variant) in enumerate(variants, start=len(profiles)):
+                done = number * fixture.queries.num_rows
+                ran = run_queries(
+                    store,
+                    fixture.queries,
+                    top_k=ks[0],
+                    progress=_offset(stages.search, done, total),
+                    profile=variant,
+                )
+                per_query, _ = metrics_at(pl.DataFrame(ran.results), fixture, ks[:1])
+                frames.append(per_query.with_columns(profile=pl.lit(variant.name)))
+            table = _channels(store, fixture, profiles, stages.channels) if channels else None
+            kept = 0.0 if reused else ingest_s
+            runs = tuple(
+                _transferred(one, package, n, sampled, kept) for n, one in enumerate(searched)
             )
-        frames = [runs[0].per_query.with_columns(profile=pl.lit(profiles[0].name))]
-        for number, (_, variant) in enumerate(variants, start=len(profiles)):
-            done = number * fixture.queries.num_rows
-            searched = run_queries(
-                store,
-                fixture.queries,
-                top_k=ks[0],
-                progress=_offset(stages.search, done, total),
-                profile=variant,
-            )
-            per_query, _ = metrics_at(pl.DataFrame(searched.results), fixture, ks[:1])
-            frames.append(per_query.with_columns(profile=pl.lit(variant.name)))
-        table = _channels(store, fixture, profiles, stages.channels) if channels else None
+        finally:
+            package.close()
     found = Ablation(profiles[0], variants, pl.concat(frames)) if ablation else None
-    return tuple(runs), found, table
+    return runs, found, table
 
 
 def _channels(
@@ -254,19 +260,25 @@ def _channels(
     )
 
 
-def sampled_queries(queries: pa.Table, sample: int | None) -> pa.Table:
-    """The queries the transfer check re-runs: all of them, or ``sample`` of them, those whose
-    ``query_id`` has the smallest sha256 (a choice that depends on the ids alone, spread over
-    the collection), in ``query_id`` order."""
-    if sample is None or sample >= queries.num_rows:
-        return queries
-    ids = [str(value) for value in queries.column("query_id").to_pylist()]
-    chosen = set(sorted(ids, key=lambda i: hashlib.sha256(i.encode("utf-8")).digest())[:sample])
-    mask = pa.array([i in chosen for i in ids])
-    return queries.filter(mask)
+@dataclass(frozen=True, slots=True)
+class _Searched:
+    """One profile's searches of the source store, their misses and metrics: all of its run
+    but the transfer check (``_transferred``)."""
+
+    fixture: Fixture
+    profile: hotmem.Profile
+    cutoffs: tuple[int, ...]
+    repeat: int
+    run: QueryRun
+    results: pl.DataFrame
+    misses: tuple[Miss, ...]
+    per_query: pl.DataFrame
+    per_query_by_k: pl.DataFrame
+    aggregate_by_k: pl.DataFrame
+    laps: dict[str, float]
 
 
-def _evaluate_one(
+def _searched_one(
     store: hotmem.MemoryStore,
     fixture: Fixture,
     profile: hotmem.Profile,
@@ -274,10 +286,7 @@ def _evaluate_one(
     cutoffs: tuple[int, ...],
     repeat: int,
     progress: hotmem.ProgressCallback | None,
-    ingest_s: float,
-    transfer_queries: pa.Table,
-    package: _OnePackage,
-) -> EvalRun:
+) -> _Searched:
     top_k, depth = cutoffs[0], cutoffs[-1]
     clock = _Stopwatch()
     run = run_queries(
@@ -294,54 +303,65 @@ def _evaluate_one(
         relevant_grade=fixture.relevant_grade,
     )
     clock.lap("misses")
-    sampled_ids = set(transfer_queries.column("query_id").to_pylist())
-    source = run.results.filter(
-        pa.array([q in sampled_ids for q in run.results.column("query_id").to_pylist()])
-    )
-    transfer = rerun_transfer(
-        package.made(), transfer_queries, source, top_k=depth, profile=profile
-    )
-    clock.lap("transfer")
     results = pl.DataFrame(run.results)
     per_query_by_k, aggregate_by_k = metrics_at(results, fixture, cutoffs)
     per_query = per_query_by_k.filter(pl.col("k") == top_k)
-    aggregate = aggregate_by_k.filter(pl.col("k") == top_k)
     clock.lap("metrics")
-    evidence = evidence_from(aggregate, transfer, top_k=top_k)
-    return EvalRun(
-        fixture=fixture,
-        profile=profile,
-        top_k=top_k,
-        repeat=repeat,
-        results=results,
-        per_query=per_query,
-        aggregate=aggregate,
-        misses=tuple(misses),
-        transfer=transfer,
-        latencies_ms=run.latencies_ms,
-        ingest_s=ingest_s,
-        evidence=evidence,
-        recommendation=recommend(evidence),
-        cutoffs=cutoffs,
-        per_query_by_k=per_query_by_k,
-        aggregate_by_k=aggregate_by_k,
-        stages_s=clock.laps,
+    return _Searched(
+        fixture,
+        profile,
+        cutoffs,
+        repeat,
+        run,
+        results,
+        tuple(misses),
+        per_query,
+        per_query_by_k,
+        aggregate_by_k,
+        clock.laps,
     )
 
 
-class _OnePackage:
-    """The run's transfer package and hydrated store, made when the first profile asks."""
-
-    def __init__(self, store: hotmem.MemoryStore, workdir: Path, queries: pa.Table) -> None:
-        self.store, self.workdir, self.queries = store, workdir, queries
-        self.package: Package | None = None
-
-    def made(self) -> Package:
-        if self.package is None:
-            self.workdir.mkdir()
-            first = self.queries.column("query")[0].as_py() if self.queries.num_rows else ""
-            self.package = transfer_package(self.store, self.workdir, first)
-        return self.package
+def _transferred(
+    one: _Searched,
+    package: PendingPackage,
+    number: int,
+    transfer_queries: pa.Table,
+    ingest_s: float,
+) -> EvalRun:
+    """``one`` (the ``number``-th profile) with its transfer check: its ``transfer_queries``
+    as the package's child re-ran them in the hydrated copy, compared with its own."""
+    top_k, depth = one.cutoffs[0], one.cutoffs[-1]
+    started = time.perf_counter()
+    sampled_ids = set(transfer_queries.column("query_id").to_pylist())
+    ran, made = one.run.results, package.made()
+    source = ran.filter(pa.array([q in sampled_ids for q in ran.column("query_id").to_pylist()]))
+    rerun = package.reran(number)
+    transfer = rerun_transfer(
+        made, transfer_queries, source, top_k=depth, profile=one.profile, rerun=rerun
+    )
+    laps = {**one.laps, "transfer": time.perf_counter() - started}
+    aggregate = one.aggregate_by_k.filter(pl.col("k") == top_k)
+    evidence = evidence_from(aggregate, transfer, top_k=top_k)
+    return EvalRun(
+        fixture=one.fixture,
+        profile=one.profile,
+        top_k=top_k,
+        repeat=one.repeat,
+        results=one.results,
+        per_query=one.per_query,
+        aggregate=aggregate,
+        misses=one.misses,
+        transfer=transfer,
+        latencies_ms=one.run.latencies_ms,
+        ingest_s=ingest_s,
+        evidence=evidence,
+        recommendation=recommend(evidence),
+        cutoffs=one.cutoffs,
+        per_query_by_k=one.per_query_by_k,
+        aggregate_by_k=one.aggregate_by_k,
+        stages_s={name: laps[name] for name in _STAGES},
+    )
 
 
 class _Stopwatch:
