@@ -29,13 +29,13 @@ from hotmem_eval.ingest import kept_store, open_fixture_store
 from hotmem_eval.metric_registry import METRICS, OVERALL
 from hotmem_eval.metrics import aggregate_metrics, per_query_metrics
 from hotmem_eval.runner import QueryRun, run_queries
+from hotmem_eval.stages import Stages, Stopwatch, offset
 from hotmem_eval.transfer import PendingPackage, TransferOutcome, rerun_transfer, sampled_queries
 
 __all__ = [
     "ABLATED_CHANNELS",
     "Ablation",
     "EvalRun",
-    "Stages",
     "ablation_variants",
     "evaluate",
     "evaluate_profiles",
@@ -122,31 +122,6 @@ def evidence_from(aggregate: pl.DataFrame, transfer: TransferOutcome, *, top_k: 
     )
 
 
-def _offset(
-    progress: hotmem.ProgressCallback | None, done: int, total: int
-) -> hotmem.ProgressCallback | None:
-    if progress is None:
-        return None
-    return lambda current, _queries: progress(done + current, total)
-
-
-@dataclass(frozen=True, slots=True)
-class Stages:
-    """Progress callbacks of a run's stages, each ``(done, total)``; None shows nothing.
-
-    Attributes:
-        ingest: memories read into the store (their vectors computed with them).
-        spaces: memories embedded into a space a kept store lacked.
-        search: searches done, over every profile and variant.
-        channels: queries of the channel table done.
-    """
-
-    ingest: hotmem.ProgressCallback | None = None
-    spaces: hotmem.ProgressCallback | None = None
-    search: hotmem.ProgressCallback | None = None
-    channels: hotmem.ProgressCallback | None = None
-
-
 def _source_store(
     fixture: Fixture,
     workdir: Path,
@@ -209,9 +184,17 @@ def evaluate_profiles(
     sampled = sampled_queries(fixture.queries, transfer_sample)
     (workdir / "transfer").mkdir()
     with store:
-        # Hydrated and (mostly) re-run by a child process while the source is searched.
+        # Hydrated and re-run, the variants searched, by a child process (but the profiles
+        # reading a model space) while this one searches the source.
         package = PendingPackage(
-            store, workdir / "transfer", sampled, top_k=ks[-1], profiles=profiles
+            store,
+            workdir / "transfer",
+            sampled,
+            top_k=ks[-1],
+            profiles=profiles,
+            variants=[variant for _, variant in variants],
+            all_queries=fixture.queries,
+            variant_k=ks[0],
         )
         try:
             searched = [
@@ -221,22 +204,15 @@ def evaluate_profiles(
                     profile,
                     cutoffs=ks,
                     repeat=repeat,
-                    progress=_offset(stages.search, number * fixture.queries.num_rows, total),
+                    progress=offset(stages.search, number * fixture.queries.num_rows, total),
                 )
                 for number, profile in enumerate(profiles)
             ]
             frames = [searched[0].per_query.with_columns(profile=pl.lit(profiles[0].name))]
-            for number, (_, variant) in enumerate(variants, start=len(profiles)):
-                done = number * fixture.queries.num_rows
-                ran = run_queries(
-                    store,
-                    fixture.queries,
-                    top_k=ks[0],
-                    progress=_offset(stages.search, done, total),
-                    profile=variant,
-                )
-                per_query, _ = metrics_at(pl.DataFrame(ran.results), fixture, ks[:1])
-                frames.append(per_query.with_columns(profile=pl.lit(variant.name)))
+            done = len(profiles) * fixture.queries.num_rows
+            frames += _variant_frames(
+                store, fixture, variants, package, ks[0], (stages.search, done, total)
+            )
             table = _channels(store, fixture, profiles, stages.channels) if channels else None
             kept = 0.0 if reused else ingest_s
             runs = tuple(
@@ -246,6 +222,44 @@ def evaluate_profiles(
             package.close()
     found = Ablation(profiles[0], variants, pl.concat(frames)) if ablation else None
     return runs, found, table
+
+
+def _variant_frames(
+    store: hotmem.MemoryStore,
+    fixture: Fixture,
+    variants: Sequence[tuple[str, hotmem.Profile]],
+    package: PendingPackage,
+    top_k: int,
+    progress: tuple[hotmem.ProgressCallback | None, int, int],
+) -> list[pl.DataFrame]:
+    """The per-query metrics of each variant at ``top_k``, with a ``profile`` column: the
+    variants the package's child does not search are searched here first, then the others
+    are read from its answer (``progress``: the callback, the searches done before the
+    variants' and the run's searches; the child's are shown when its answer comes)."""
+    callback, done, total = progress
+    queries = fixture.queries.num_rows
+    found: dict[int, pa.Table] = {}
+    for number, (_, variant) in enumerate(variants):
+        if not package.searches_variant(number):
+            found[number] = run_queries(
+                store,
+                fixture.queries,
+                top_k=top_k,
+                progress=offset(callback, done, total),
+                profile=variant,
+            ).results
+            done += queries
+    for number in range(len(variants)):
+        if number not in found:
+            found[number] = package.variant(number)
+            done += queries
+            if callback is not None:
+                callback(done, total)
+    frames = []
+    for number, (_, variant) in enumerate(variants):
+        per_query, _ = metrics_at(pl.DataFrame(found[number]), fixture, (top_k,))
+        frames.append(per_query.with_columns(profile=pl.lit(variant.name)))
+    return frames
 
 
 def _channels(
@@ -288,7 +302,7 @@ def _searched_one(
     progress: hotmem.ProgressCallback | None,
 ) -> _Searched:
     top_k, depth = cutoffs[0], cutoffs[-1]
-    clock = _Stopwatch()
+    clock = Stopwatch()
     run = run_queries(
         store, fixture.queries, top_k=depth, repeat=repeat, progress=progress, profile=profile
     )
@@ -362,23 +376,6 @@ def _transferred(
         aggregate_by_k=one.aggregate_by_k,
         stages_s={name: laps[name] for name in _STAGES},
     )
-
-
-class _Stopwatch:
-    """Seconds between laps, by name."""
-
-    def __init__(self) -> None:
-        self.laps: dict[str, float] = {}
-        self._last = time.perf_counter()
-
-    def lap(self, name: str, *, within: dict[str, float] | None = None) -> None:
-        """The time since the last lap, as ``name``; the parts of it ``within`` names are laps
-        of their own, before it, and not part of ``name``'s."""
-        now = time.perf_counter()
-        parts = within or {}
-        self.laps.update(parts)
-        self.laps[name] = now - self._last - sum(parts.values())
-        self._last = now
 
 
 def evaluate(

@@ -1,16 +1,18 @@
-"""The transfer check's other side in a process of its own, beside the run: the package
-verified and hydrated, a cold start timed, and the profiles' queries re-run in the copy.
+"""The transfer check's other side in a process of its own, beside the run: the store
+snapshotted, the package verified and hydrated, a cold start timed, and the profiles' queries
+re-run in the copy; then the ablation's variants searched in the source store.
 
-All of it reads the package file alone, so it can go on while the evaluator searches the
-source store: on another core, in a fresh Python (``start_hydration``), whose answer the run
-waits for when it first needs it (``Hydrating.wait``). The child does what the run did in its
-own process (the same public calls and checks: ``hotmem.verify_snapshot``, ``hotmem.hydrate``,
-the hydrated store's count and integrity check, a cold start, then ``run_queries`` of each
-profile in the hydrated store), and writes each re-run as an Arrow file and one JSON line; a
-package that fails is the child's answer too, never a crash. The re-runs embed their queries
-in the child (a fresh process, as a user of the hydrated store would): the same vectors, the
-same model files. Only the times differ: they are measured in the child, while the run
-searches beside it.
+All of it reads files alone (the source store through its own connection, which SQLite lets
+read while the run searches it), so it can go on while the evaluator searches the source
+store: on another core, in a fresh Python (``start_hydration``), whose answer the run waits
+for when it first needs it (``Hydrating.wait``). The child does what the run did in its own
+process (the same public calls and checks: ``MemoryStore.snapshot``, ``hotmem.verify_snapshot``,
+``hotmem.hydrate``, both stores' count and integrity check, a cold start, ``run_queries``),
+and writes each search's results as an Arrow file and its answer as one JSON line; a package
+that fails is the child's answer too, never a crash. It searches only under profiles reading
+no model space (``runs_apart``): with one it would embed every query again, where the run
+keeps their vectors, so the run does those itself. Only the times differ: they are measured
+in the child, while the run searches beside it.
 
 Run as ``python -m hotmem_eval.hydration JOB`` (``JOB``: a ``Job`` pickled by the run into its
 own temporary directory).
@@ -38,6 +40,7 @@ __all__ = [
     "Hydrated",
     "Hydrating",
     "Job",
+    "Searches",
     "Snapshotted",
     "cold_start",
     "fts_integrity",
@@ -58,25 +61,34 @@ print(len(found), flush=True)
 
 
 @dataclass(frozen=True, slots=True)
+class Searches:
+    """``queries`` searched to depth ``top_k`` under each of ``profiles`` (``None``: a
+    profile left to the run)."""
+
+    queries: pa.Table
+    top_k: int
+    profiles: tuple[hotmem.Profile | None, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Job:
     """What the child does: snapshot the store at ``source`` into ``package`` (``None``: the
-    run did), hydrate it into ``target``, time a cold start searching ``first_query``, then
-    search ``queries`` to depth ``top_k`` under each of ``profiles`` in the hydrated store
-    (``None``: a profile it leaves to the run; its files, and the HotMem home of its
-    processes, in ``workdir``)."""
+    run did), hydrate it into ``target``, time a cold start searching ``first_query``, do the
+    ``reruns`` in the hydrated store, then the ``variants`` in the store at ``source`` (its
+    files, and the HotMem home of its processes, in ``workdir``)."""
 
     package: Path
     target: Path
     workdir: Path
     first_query: str
-    queries: pa.Table
-    top_k: int
-    profiles: tuple[hotmem.Profile | None, ...]
+    reruns: Searches
     source: Path | None = None
+    variants: Searches | None = None
 
-    def rerun_path(self, number: int) -> Path:
-        """The Arrow file of the re-run of ``profiles[number]``."""
-        return self.workdir / f"rerun-{number}.arrow"
+    def results_path(self, kind: str, number: int) -> Path:
+        """The Arrow file of the results of the ``number``-th profile of ``kind``
+        (``reruns`` or ``variants``)."""
+        return self.workdir / f"{kind}-{number}.arrow"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +112,7 @@ def snapshotted(store: hotmem.MemoryStore, package: Path) -> Snapshotted:
 @dataclass(frozen=True, slots=True)
 class Hydrated:
     """What verifying and hydrating a package found, how long each step took, and the
-    re-runs of the job's profiles (in their order; ``None`` for a profile left to the run).
+    results of the job's re-runs and variants (in their order; ``None``: left to the run).
 
     Attributes:
         verify_ok, verify_problems: ``hotmem.verify_snapshot``'s report.
@@ -119,6 +131,7 @@ class Hydrated:
     cold_start_s: float
     reruns: tuple[pa.Table | None, ...] = ()
     source: Snapshotted | None = None
+    variants: tuple[pa.Table | None, ...] = ()
 
 
 def runs_apart(profile: hotmem.Profile) -> bool:
@@ -155,9 +168,22 @@ def cold_start(database: Path, query: str, workdir: Path) -> float:
     return elapsed
 
 
+def _searched(store: hotmem.MemoryStore, searches: Searches | None, kind: str, job: Job) -> None:
+    """Do ``searches`` in ``store``, each profile's results written to ``job.results_path``."""
+    if searches is None:
+        return
+    for number, profile in enumerate(searches.profiles):
+        if profile is None:
+            continue
+        run = run_queries(store, searches.queries, top_k=searches.top_k, profile=profile)
+        path, schema = str(job.results_path(kind, number)), run.results.schema
+        with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+            writer.write_table(run.results)
+
+
 def hydrated_answer(job: Job) -> dict[str, object]:
     """Do ``job``: its answer as JSON values (``error``: why it could not be done), each
-    re-run written to ``job.rerun_path``."""
+    search's results written to ``job.results_path``."""
     source: dict[str, object] = {}
     if job.source is not None:
         with hotmem.open_store(job.source) as store:
@@ -177,13 +203,10 @@ def hydrated_answer(job: Job) -> dict[str, object]:
         return {"error": str(error)}
     with hotmem.open_store(job.target) as hydrated:
         rows, integrity = hydrated.count(), fts_integrity(hydrated)
-        for number, profile in enumerate(job.profiles):
-            if profile is None:
-                continue
-            rerun = run_queries(hydrated, job.queries, top_k=job.top_k, profile=profile)
-            path, schema = str(job.rerun_path(number)), rerun.results.schema
-            with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
-                writer.write_table(rerun.results)
+        _searched(hydrated, job.reruns, "reruns", job)
+    if job.source is not None and job.variants is not None:
+        with hotmem.open_store(job.source) as store:
+            _searched(store, job.variants, "variants", job)
     return {
         "verify_ok": bool(report.ok),
         "verify_problems": [str(p) for p in report.problems],
@@ -203,7 +226,7 @@ def main(arguments: Sequence[str] | None = None) -> int:
         job = pickle.load(file)  # written by this run into its own temporary directory
     try:
         answer = hydrated_answer(job)
-    except (hotmem.HotmemError, EvalError) as error:  # the snapshot or a re-run failed
+    except (hotmem.HotmemError, EvalError) as error:  # the snapshot or a search failed
         answer = {"error": f"{type(error).__name__}: {error}"}
     print(json.dumps(answer), flush=True)
     return 0
@@ -234,16 +257,24 @@ class Hydrating:
             answer = json.loads(stdout)
             if "error" in answer:
                 reason = answer["error"]
-                raise EvalError(f"the transfer check failed in the hydrated copy: {reason}")
+                raise EvalError(f"the transfer check's child process failed: {reason}")
             answer["verify_problems"] = tuple(answer["verify_problems"])
-            reruns = tuple(
-                None if profile is None else _read(self._job.rerun_path(number))
-                for number, profile in enumerate(self._job.profiles)
-            )
             source = answer.pop("source", None)
-            made = None if source is None else Snapshotted(**source)
-            self._found = Hydrated(**answer, reruns=reruns, source=made)
+            self._found = Hydrated(
+                **answer,
+                reruns=self._results(self._job.reruns, "reruns"),
+                source=None if source is None else Snapshotted(**source),
+                variants=self._results(self._job.variants, "variants"),
+            )
         return self._found
+
+    def _results(self, searches: Searches | None, kind: str) -> tuple[pa.Table | None, ...]:
+        if searches is None:
+            return ()
+        return tuple(
+            None if profile is None else _read(self._job.results_path(kind, number))
+            for number, profile in enumerate(searches.profiles)
+        )
 
     def close(self) -> None:
         """Stop the child if it is still running (the run failed before it needed it)."""

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 import hotmem
 from hotmem_eval.errors import EvalError
-from hotmem_eval.hydration import Job, runs_apart, snapshotted, start_hydration
+from hotmem_eval.hydration import Job, Searches, runs_apart, snapshotted, start_hydration
 from hotmem_eval.runner import rows_by_query, run_queries
 
 __all__ = [
@@ -170,9 +170,10 @@ class TransferOutcome:
 
 class PendingPackage:
     """A store snapshotted, its package being verified and hydrated, and the queries re-run
-    in the copy under each of ``profiles`` the child runs apart (``runs_apart``), by a child
+    in the copy under each of ``profiles`` the child runs apart (``runs_apart``), then the
+    ``variants`` searched in the store (all queries, to depth ``variant_k``), by a child
     process (``hydration``) while the run goes on; ``made`` waits for it and completes the
-    package, ``reran`` gives a re-run."""
+    package, ``reran`` and ``variant`` give the results of a search it did."""
 
     def __init__(
         self,
@@ -182,21 +183,24 @@ class PendingPackage:
         *,
         top_k: int,
         profiles: Sequence[hotmem.Profile] = (),
+        variants: Sequence[hotmem.Profile] = (),
+        all_queries: pa.Table | None = None,
+        variant_k: int = 0,
     ) -> None:
         first_query = queries.column("query")[0].as_py() if queries.num_rows else ""
         package = workdir / "transfer.hotmem"
-        # A store in a file is snapshotted by the child too (SQLite lets it read meanwhile).
+        # A store in a file is read by the child too (SQLite lets it read meanwhile).
         in_memory = store.path == ":memory:"
         self._source = snapshotted(store, package) if in_memory else None
+        apart = [None if in_memory or not runs_apart(v) else v for v in variants]
         self.job = Job(
             package,
             workdir / "hydrated.db",
             workdir,
             first_query,
-            queries,
-            top_k,
-            tuple(p if runs_apart(p) else None for p in profiles),
+            Searches(queries, top_k, tuple(p if runs_apart(p) else None for p in profiles)),
             None if in_memory else Path(store.path),
+            Searches(queries if all_queries is None else all_queries, variant_k, tuple(apart)),
         )
         self._hydrating = start_hydration(self.job)
         self._package: Package | None = None
@@ -233,6 +237,24 @@ class PendingPackage:
         """The results of the queries re-run in the copy under ``profiles[number]`` (``None``
         for a profile the child left to the run)."""
         return self._hydrating.wait().reruns[number]
+
+    def searches_variant(self, number: int) -> bool:
+        """Whether the child searches ``variants[number]`` (else the run does)."""
+        variants = self.job.variants
+        return variants is not None and variants.profiles[number] is not None
+
+    def variant(self, number: int) -> pa.Table:
+        """The results of ``variants[number]``, which the child searched in the store.
+
+        Raises:
+            EvalError: as ``made``; or the child does not search that variant.
+        """
+        if not self.searches_variant(number):
+            raise EvalError(f"the child process did not search variant {number}")
+        table = self._hydrating.wait().variants[number]
+        if table is None:  # never seen: the job's profile is set
+            raise EvalError(f"the child process did not search variant {number}")
+        return table
 
     def close(self) -> None:
         """Stop the child if the run no longer waits for it."""

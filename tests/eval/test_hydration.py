@@ -7,15 +7,16 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pyarrow as pa
 import pytest
 
 import hotmem
 from hotmem_eval import hydration, transfer
 from hotmem_eval.errors import EvalError
-from hotmem_eval.evaluate import evaluate_profiles
+from hotmem_eval.evaluate import evaluate_profiles, metrics_at
 from hotmem_eval.fixtures import Fixture, load_fixture
-from hotmem_eval.hydration import Job, hydrated_answer, runs_apart, start_hydration
+from hotmem_eval.hydration import Job, Searches, hydrated_answer, runs_apart, start_hydration
 from hotmem_eval.ingest import open_fixture_store
 from hotmem_eval.runner import run_queries
 
@@ -36,9 +37,7 @@ def _job(store: hotmem.MemoryStore, fixture: Fixture, workdir: Path) -> Job:
         workdir / "hydrated.db",
         workdir,
         "a first query",
-        fixture.queries,
-        10,
-        (HASHED[0], None, HASHED[1]),
+        Searches(fixture.queries, 10, (HASHED[0], None, HASHED[1])),
     )
 
 
@@ -77,9 +76,12 @@ def test_the_answer_is_what_the_run_would_find(fixture: Fixture, tmp_path: Path)
         "hydrate_s",
         "verify_s",
     ]
-    assert sorted(p.name for p in job.workdir.glob("rerun-*")) == ["rerun-0.arrow", "rerun-2.arrow"]
+    assert sorted(p.name for p in job.workdir.glob("*.arrow")) == [
+        "reruns-0.arrow",
+        "reruns-2.arrow",
+    ]
     for number, results in ((0, expected[0]), (2, expected[1])):
-        with pa.OSFile(str(job.rerun_path(number)), "rb") as source:
+        with pa.OSFile(str(job.results_path("reruns", number)), "rb") as source:
             found = pa.ipc.open_file(source).read_all()
         assert found.num_rows == results.num_rows > 0
         assert found.equals(results)  # the same ids, order and score bits in the copy
@@ -127,7 +129,7 @@ def test_a_package_that_fails_is_an_answer_then_an_error(fixture: Fixture, tmp_p
     assert list(answer) == ["error"]
     assert str(answer["error"]).startswith(("SnapshotError: ", "VerificationError: "))
     assert not job.target.exists()
-    with pytest.raises(EvalError, match=r"^the transfer check failed in the hydrated copy: "):
+    with pytest.raises(EvalError, match=r"^the transfer check's child process failed: "):
         start_hydration(job).wait()
 
 
@@ -169,17 +171,61 @@ def test_a_run_searches_the_source_while_the_child_works(
     monkeypatch.setattr(hydration.Hydrating, "wait", waiting)
     monkeypatch.setattr(hotmem, "search_memories", searching)
     monkeypatch.setattr(hotmem, "open_store", opening)
-    runs, ablation, _ = evaluate_profiles(fixture, tmp_path, HASHED, cutoffs=(5, 10), ablation=True)
+    progress: list[tuple[int, int]] = []
+    runs, ablation, _ = evaluate_profiles(
+        fixture,
+        tmp_path,
+        HASHED,
+        cutoffs=(5, 10),
+        ablation=True,
+        progress=lambda done, total: progress.append((done, total)),
+    )
     assert ablation is not None
-    searches = 98 * (2 + len(ablation.variants))
-    assert events[: searches + 1] == ["start"] + ["search"] * searches
-    assert set(events[searches + 1 :]) == {"wait"}
+    assert [name for name, _ in ablation.variants] == ["vector", "lexical", "importance"]
+    assert events[:197] == ["start"] + ["search"] * 196  # the profiles' searches, here
+    assert set(events[197:]) == {"wait"}  # the variants' and the re-runs: the child's
+    assert progress[-4:] == [(196, 490), (294, 490), (392, 490), (490, 490)]
     assert "hydrated.db" not in opened
-    reruns = sorted(p.name for p in (tmp_path / "transfer").glob("rerun-*"))
-    assert reruns == ["rerun-0.arrow", "rerun-1.arrow"]
+    assert sorted(p.name for p in (tmp_path / "transfer").glob("*.arrow")) == [
+        "reruns-0.arrow",
+        "reruns-1.arrow",
+        "variants-0.arrow",
+        "variants-1.arrow",
+        "variants-2.arrow",
+    ]
     for run in runs:
         assert run.transfer.equivalent_queries == run.transfer.total_queries == 98
         assert run.transfer.comparison.num_rows == run.results.height
+    with hotmem.open_store(tmp_path / "source.db") as store:  # the variants searched here
+        for _, variant in ablation.variants:
+            results = run_queries(store, fixture.queries, top_k=5, profile=variant).results
+            per_query, _ = metrics_at(pl.DataFrame(results), fixture, (5,))
+            expected = per_query.with_columns(profile=pl.lit(variant.name))
+            found = ablation.per_query.filter(pl.col("profile") == variant.name)
+            assert found.height == expected.height > 0
+            assert found.equals(expected)
+
+
+def test_the_run_searches_what_the_child_would_embed_queries_for(
+    fixture: Fixture, tmp_path: Path
+) -> None:
+    variants = [hotmem.PROFILES[name] for name in ("semantic-only", "default")]
+    with open_fixture_store(tmp_path / "source.db", fixture.corpus) as store:
+        (tmp_path / "a").mkdir()
+        package = transfer.PendingPackage(
+            store, tmp_path / "a", fixture.queries, top_k=5, variants=variants
+        )
+        package.close()
+    assert [package.searches_variant(n) for n in (0, 1)] == [False, True]
+    with pytest.raises(EvalError, match="did not search variant 0"):
+        package.variant(0)
+    with open_fixture_store(":memory:", fixture.corpus) as store:  # no file to read
+        (tmp_path / "b").mkdir()
+        package = transfer.PendingPackage(
+            store, tmp_path / "b", fixture.queries, top_k=5, variants=variants
+        )
+        package.close()
+    assert [package.searches_variant(n) for n in (0, 1)] == [False, False]
 
 
 def test_a_failed_run_leaves_no_child(
