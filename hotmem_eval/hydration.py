@@ -254,7 +254,11 @@ class Hydrating:
             stdout, stderr = self._process.communicate()
             if self._process.returncode != 0:
                 raise EvalError(f"hydration process failed: {stderr.strip()[-500:]}")
-            answer = json.loads(stdout)
+            try:  # the last line: the answer (a library may have printed before it)
+                answer = json.loads(stdout.strip().splitlines()[-1])
+            except (IndexError, ValueError):
+                said = stderr.strip()[-500:]
+                raise EvalError(f"hydration process gave no answer: {said}") from None
             if "error" in answer:
                 reason = answer["error"]
                 raise EvalError(f"the transfer check's child process failed: {reason}")
