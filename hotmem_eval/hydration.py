@@ -232,6 +232,10 @@ def main(arguments: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _said(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
 def _read(path: Path) -> pa.Table:
     with pa.OSFile(str(path), "rb") as source:
         return pa.ipc.open_file(source).read_all()
@@ -240,7 +244,7 @@ def _read(path: Path) -> pa.Table:
 class Hydrating:
     """A job being done by a child process (``start_hydration``)."""
 
-    def __init__(self, job: Job, process: subprocess.Popen[str]) -> None:
+    def __init__(self, job: Job, process: subprocess.Popen[bytes]) -> None:
         self._job, self._process = job, process
         self._found: Hydrated | None = None
 
@@ -251,7 +255,8 @@ class Hydrating:
             EvalError: the child failed, or could not do its job (the reason).
         """
         if self._found is None:
-            stdout, stderr = self._process.communicate()
+            self._process.wait()
+            stdout, stderr = (_said(self._job.workdir / f"child.{n}") for n in ("out", "err"))
             if self._process.returncode != 0:
                 raise EvalError(f"hydration process failed: {stderr.strip()[-500:]}")
             try:  # the last line: the answer (a library may have printed before it)
@@ -284,7 +289,7 @@ class Hydrating:
         """Stop the child if it is still running (the run failed before it needed it)."""
         if self._process.poll() is None:
             self._process.kill()
-        self._process.communicate()
+        self._process.wait()
 
 
 def start_hydration(job: Job) -> Hydrating:
@@ -293,13 +298,14 @@ def start_hydration(job: Job) -> Hydrating:
     with open(path, "wb") as file:
         pickle.dump(job, file)
     environment = {**os.environ, "HOTMEM_HOME": str(job.workdir / "home")}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "hotmem_eval.hydration", str(path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=environment,
-    )
+    # Its output goes to files, read once it is done: a pipe nobody reads meanwhile could fill.
+    with open(job.workdir / "child.out", "wb") as out, open(job.workdir / "child.err", "wb") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "hotmem_eval.hydration", str(path)],
+            stdout=out,
+            stderr=err,
+            env=environment,
+        )
     return Hydrating(job, process)
 
 

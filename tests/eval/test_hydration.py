@@ -256,3 +256,23 @@ def test_an_in_memory_store_is_snapshotted_by_the_run(fixture: Fixture, tmp_path
     assert (package.source_fts_integrity, package.hydrated_fts_integrity) == ("ok", "ok")
     assert (package.verify_ok, package.verify_problems) == (True, ())
     assert package.path.stat().st_size == package.package_bytes > 0
+
+
+def test_a_child_that_crashes_is_an_error_with_what_it_said(
+    fixture: Fixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    crashing = tmp_path / "python"
+    crashing.write_text("#!/bin/sh\necho 'something broke' >&2\nexit 3\n", encoding="utf-8")
+    crashing.chmod(0o755)
+    with open_fixture_store(tmp_path / "source.db", fixture.corpus) as store:
+        job = _job(store, fixture, tmp_path / "transfer")
+    monkeypatch.setattr(hydration.sys, "executable", str(crashing))
+    hydrating = start_hydration(job)
+    with pytest.raises(EvalError, match=r"^hydration process failed: something broke$"):
+        hydrating.wait()
+    silent = tmp_path / "silent"
+    silent.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    silent.chmod(0o755)
+    monkeypatch.setattr(hydration.sys, "executable", str(silent))
+    with pytest.raises(EvalError, match=r"^hydration process gave no answer: $"):
+        start_hydration(job).wait()
