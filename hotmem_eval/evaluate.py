@@ -3,8 +3,11 @@
 ``evaluate_profiles`` ingests the fixture once and evaluates every profile on that store (each
 with its own transfer check), plus the ablation variants of the baseline (the first profile)
 when asked: the variants are searched and scored only. ``evaluate`` is the one-profile case.
-Nothing is written outside ``workdir`` (a temporary directory the caller owns): the store, the
-snapshot packages, the hydrated copies and the cold-start processes all live there.
+The transfer package is made, and the searches that need no model (re-runs in the hydrated
+copy, the variants), are done by a child process while the profiles are searched here
+(``transfer.PendingPackage``). Nothing is written outside ``workdir`` (a temporary directory
+the caller owns): the store, the snapshot packages, the hydrated copies, the child's files and
+the cold-start processes all live there.
 """
 
 from __future__ import annotations
@@ -184,8 +187,6 @@ def evaluate_profiles(
     sampled = sampled_queries(fixture.queries, transfer_sample)
     (workdir / "transfer").mkdir()
     with store:
-        # Hydrated and re-run, the variants searched, by a child process (but the profiles
-        # reading a model space) while this one searches the source.
         package = PendingPackage(
             store,
             workdir / "transfer",
