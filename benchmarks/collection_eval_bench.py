@@ -21,10 +21,13 @@ most of those words also judged (grade 1). Runs, each a fresh process:
    reused from the first semantic run on, so the reruns are measured without building the
    semantic space again (each semantic row says whether its run built the store or reused it).
 
-Each row: wall time, peak RSS of the process, and the stages the result records (the
-ingest, then each profile's ``stages_s``: query_embedding, search, misses, transfer,
-metrics; the first profile's transfer includes making the one package every profile re-runs
-in). Figures are local diagnostics.
+Each row: wall time, peak RSS of the process and of its largest child (the second process
+that snapshots the store, hydrates the package, re-runs the profiles reading no model space
+and searches the ablation's variants while the first searches: ``hotmem_eval.hydration``),
+and the stages the result records (the ingest, then each profile's ``stages_s``:
+query_embedding, search, misses, transfer, metrics; ``transfer`` is the time the run waited
+for the second process and compared, plus, for a profile reading a model space, its re-run in
+the hydrated copy, done by the run itself). Figures are local diagnostics.
 """
 
 from __future__ import annotations
@@ -96,7 +99,8 @@ from hotmem_eval.cli import main
 started = time.perf_counter()
 code = main(sys.argv[1:])
 print(json.dumps({"code": code, "wall_s": time.perf_counter() - started,
-                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "child_peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
 """
 
 
@@ -120,7 +124,8 @@ def row(label: str, found: dict[str, float], result: Path) -> str:
         + ", ".join(f"{name} {seconds:.1f}" for name, seconds in p["stages_s"].items())
         for p in document["profiles"]
     ]
-    return f"| {label} | {found['wall_s']:.1f} | {found['peak_mb']:.0f} | {'; '.join(parts)} |"
+    peaks = f"{found['peak_mb']:.0f} | {found['child_peak_mb']:.0f}"
+    return f"| {label} | {found['wall_s']:.1f} | {peaks} | {'; '.join(parts)} |"
 
 
 def main() -> None:
@@ -146,8 +151,8 @@ def main() -> None:
             f"written in {time.perf_counter() - started:.1f} s; load average "
             f"{' '.join(f'{x:.2f}' for x in __import__('os').getloadavg())}\n"
         )
-        print("| run | wall (s) | peak RSS (MB) | stages (s) |")
-        print("|---|---:|---:|---|")
+        print("| run | wall (s) | peak RSS (MB) | child's peak RSS (MB) | stages (s) |")
+        print("|---|---:|---:|---:|---|")
         base = ["--collection", str(collection), "--k", "10", "--k", "100"]
         lexical = [*base, "--profile", "default", "--profile", "bm25-only"]
         output = work / "result.json"

@@ -45,8 +45,9 @@ from hotmem_eval.paths import FIXTURE_DIR, IN_CHECKOUT, PACKAGE, ROOT
 if TYPE_CHECKING:  # the eval extra's modules: imported once it is known to be installed
     import pyarrow as pa
 
-    from hotmem_eval.evaluate import EvalRun, Stages
+    from hotmem_eval.evaluate import EvalRun
     from hotmem_eval.fixtures import Fixture
+    from hotmem_eval.stages import Stages
 
 __all__ = [
     "EXIT_BASELINE",
@@ -202,7 +203,7 @@ class _StageLines:
 def _stages(lines: _StageLines, plan: str) -> Stages:
     """The run's stages, each drawing its progress line on stderr (on a terminal only); the
     search line says what is searched (``evaluate.search_plan``)."""
-    from hotmem_eval.evaluate import Stages
+    from hotmem_eval.stages import Stages
 
     return Stages(
         ingest=lines.stage("hotmem-eval: ingesting", "memories"),

@@ -3,13 +3,15 @@
 ``evaluate_profiles`` ingests the fixture once and evaluates every profile on that store (each
 with its own transfer check), plus the ablation variants of the baseline (the first profile)
 when asked: the variants are searched and scored only. ``evaluate`` is the one-profile case.
-Nothing is written outside ``workdir`` (a temporary directory the caller owns): the store, the
-snapshot packages, the hydrated copies and the cold-start processes all live there.
+The transfer package is made, and the searches that need no model (re-runs in the hydrated
+copy, the variants), are done by a child process while the profiles are searched here
+(``transfer.PendingPackage``). Nothing is written outside ``workdir`` (a temporary directory
+the caller owns): the store, the snapshot packages, the hydrated copies, the child's files and
+the cold-start processes all live there.
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,25 +31,26 @@ from hotmem_eval.fixtures import Fixture
 from hotmem_eval.ingest import kept_store, open_fixture_store
 from hotmem_eval.metric_registry import METRICS, OVERALL
 from hotmem_eval.metrics import aggregate_metrics, per_query_metrics
-from hotmem_eval.runner import run_queries
-from hotmem_eval.transfer import Package, TransferOutcome, rerun_transfer, transfer_package
+from hotmem_eval.runner import QueryRun, run_queries
+from hotmem_eval.stages import Stages, Stopwatch, offset
+from hotmem_eval.transfer import PendingPackage, TransferOutcome, rerun_transfer, sampled_queries
 
 __all__ = [
     "ABLATED_CHANNELS",
     "Ablation",
     "EvalRun",
-    "Stages",
     "ablation_variants",
     "evaluate",
     "evaluate_profiles",
     "evidence_from",
     "metrics_at",
-    "sampled_queries",
 ]
 
 # The registered metrics the decision rules read (a KeyError on import if one is renamed).
 _RECALL = METRICS["recall_at_k"].name
 _DUPLICATE_SLOTS = METRICS["duplicate_slot_rate_at_k"].name
+#: A run's stages, in the order of ``EvalRun.stages_s``.
+_STAGES = ("query_embedding", "search", "misses", "transfer", "metrics")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,31 +125,6 @@ def evidence_from(aggregate: pl.DataFrame, transfer: TransferOutcome, *, top_k: 
     )
 
 
-def _offset(
-    progress: hotmem.ProgressCallback | None, done: int, total: int
-) -> hotmem.ProgressCallback | None:
-    if progress is None:
-        return None
-    return lambda current, _queries: progress(done + current, total)
-
-
-@dataclass(frozen=True, slots=True)
-class Stages:
-    """Progress callbacks of a run's stages, each ``(done, total)``; None shows nothing.
-
-    Attributes:
-        ingest: memories read into the store (their vectors computed with them).
-        spaces: memories embedded into a space a kept store lacked.
-        search: searches done, over every profile and variant.
-        channels: queries of the channel table done.
-    """
-
-    ingest: hotmem.ProgressCallback | None = None
-    spaces: hotmem.ProgressCallback | None = None
-    search: hotmem.ProgressCallback | None = None
-    channels: hotmem.ProgressCallback | None = None
-
-
 def _source_store(
     fixture: Fixture,
     workdir: Path,
@@ -207,39 +185,82 @@ def evaluate_profiles(
     store, reused = _source_store(fixture, workdir, spaces, store_path, stages)
     ingest_s = time.perf_counter() - started
     sampled = sampled_queries(fixture.queries, transfer_sample)
-    package = _OnePackage(store, workdir / "transfer", sampled)
-    runs = []
+    (workdir / "transfer").mkdir()
     with store:
-        for number, profile in enumerate(profiles):
-            done = number * fixture.queries.num_rows
-            runs.append(
-                _evaluate_one(
+        package = PendingPackage(
+            store,
+            workdir / "transfer",
+            sampled,
+            top_k=ks[-1],
+            profiles=profiles,
+            variants=[variant for _, variant in variants],
+            all_queries=fixture.queries,
+            variant_k=ks[0],
+        )
+        try:
+            searched = [
+                _searched_one(
                     store,
                     fixture,
                     profile,
                     cutoffs=ks,
                     repeat=repeat,
-                    progress=_offset(stages.search, done, total),
-                    ingest_s=0.0 if reused else ingest_s,
-                    transfer_queries=sampled,
-                    package=package,
+                    progress=offset(stages.search, number * fixture.queries.num_rows, total),
                 )
+                for number, profile in enumerate(profiles)
+            ]
+            frames = [searched[0].per_query.with_columns(profile=pl.lit(profiles[0].name))]
+            done = len(profiles) * fixture.queries.num_rows
+            frames += _variant_frames(
+                store, fixture, variants, package, ks[0], (stages.search, done, total)
             )
-        frames = [runs[0].per_query.with_columns(profile=pl.lit(profiles[0].name))]
-        for number, (_, variant) in enumerate(variants, start=len(profiles)):
-            done = number * fixture.queries.num_rows
-            searched = run_queries(
+            table = _channels(store, fixture, profiles, stages.channels) if channels else None
+            kept = 0.0 if reused else ingest_s
+            runs = tuple(
+                _transferred(one, package, n, sampled, kept) for n, one in enumerate(searched)
+            )
+        finally:
+            package.close()
+    found = Ablation(profiles[0], variants, pl.concat(frames)) if ablation else None
+    return runs, found, table
+
+
+def _variant_frames(
+    store: hotmem.MemoryStore,
+    fixture: Fixture,
+    variants: Sequence[tuple[str, hotmem.Profile]],
+    package: PendingPackage,
+    top_k: int,
+    progress: tuple[hotmem.ProgressCallback | None, int, int],
+) -> list[pl.DataFrame]:
+    """The per-query metrics of each variant at ``top_k``, with a ``profile`` column: the
+    variants the package's child does not search are searched here first, then the others
+    are read from its answer (``progress``: the callback, the searches done before the
+    variants' and the run's searches; the child's are shown when its answer comes)."""
+    callback, done, total = progress
+    queries = fixture.queries.num_rows
+    found: dict[int, pa.Table] = {}
+    for number, (_, variant) in enumerate(variants):
+        if not package.searches_variant(number):
+            found[number] = run_queries(
                 store,
                 fixture.queries,
-                top_k=ks[0],
-                progress=_offset(stages.search, done, total),
+                top_k=top_k,
+                progress=offset(callback, done, total),
                 profile=variant,
-            )
-            per_query, _ = metrics_at(pl.DataFrame(searched.results), fixture, ks[:1])
-            frames.append(per_query.with_columns(profile=pl.lit(variant.name)))
-        table = _channels(store, fixture, profiles, stages.channels) if channels else None
-    found = Ablation(profiles[0], variants, pl.concat(frames)) if ablation else None
-    return tuple(runs), found, table
+            ).results
+            done += queries
+    for number in range(len(variants)):
+        if number not in found:
+            found[number] = package.variant(number)
+            done += queries
+            if callback is not None:
+                callback(done, total)
+    frames = []
+    for number, (_, variant) in enumerate(variants):
+        per_query, _ = metrics_at(pl.DataFrame(found[number]), fixture, (top_k,))
+        frames.append(per_query.with_columns(profile=pl.lit(variant.name)))
+    return frames
 
 
 def _channels(
@@ -254,19 +275,25 @@ def _channels(
     )
 
 
-def sampled_queries(queries: pa.Table, sample: int | None) -> pa.Table:
-    """The queries the transfer check re-runs: all of them, or ``sample`` of them, those whose
-    ``query_id`` has the smallest sha256 (a choice that depends on the ids alone, spread over
-    the collection), in ``query_id`` order."""
-    if sample is None or sample >= queries.num_rows:
-        return queries
-    ids = [str(value) for value in queries.column("query_id").to_pylist()]
-    chosen = set(sorted(ids, key=lambda i: hashlib.sha256(i.encode("utf-8")).digest())[:sample])
-    mask = pa.array([i in chosen for i in ids])
-    return queries.filter(mask)
+@dataclass(frozen=True, slots=True)
+class _Searched:
+    """One profile's searches of the source store, their misses and metrics: all of its run
+    but the transfer check (``_transferred``)."""
+
+    fixture: Fixture
+    profile: hotmem.Profile
+    cutoffs: tuple[int, ...]
+    repeat: int
+    run: QueryRun
+    results: pl.DataFrame
+    misses: tuple[Miss, ...]
+    per_query: pl.DataFrame
+    per_query_by_k: pl.DataFrame
+    aggregate_by_k: pl.DataFrame
+    laps: dict[str, float]
 
 
-def _evaluate_one(
+def _searched_one(
     store: hotmem.MemoryStore,
     fixture: Fixture,
     profile: hotmem.Profile,
@@ -274,12 +301,9 @@ def _evaluate_one(
     cutoffs: tuple[int, ...],
     repeat: int,
     progress: hotmem.ProgressCallback | None,
-    ingest_s: float,
-    transfer_queries: pa.Table,
-    package: _OnePackage,
-) -> EvalRun:
+) -> _Searched:
     top_k, depth = cutoffs[0], cutoffs[-1]
-    clock = _Stopwatch()
+    clock = Stopwatch()
     run = run_queries(
         store, fixture.queries, top_k=depth, repeat=repeat, progress=progress, profile=profile
     )
@@ -294,71 +318,65 @@ def _evaluate_one(
         relevant_grade=fixture.relevant_grade,
     )
     clock.lap("misses")
-    sampled_ids = set(transfer_queries.column("query_id").to_pylist())
-    source = run.results.filter(
-        pa.array([q in sampled_ids for q in run.results.column("query_id").to_pylist()])
-    )
-    transfer = rerun_transfer(
-        package.made(), transfer_queries, source, top_k=depth, profile=profile
-    )
-    clock.lap("transfer")
     results = pl.DataFrame(run.results)
     per_query_by_k, aggregate_by_k = metrics_at(results, fixture, cutoffs)
     per_query = per_query_by_k.filter(pl.col("k") == top_k)
-    aggregate = aggregate_by_k.filter(pl.col("k") == top_k)
     clock.lap("metrics")
-    evidence = evidence_from(aggregate, transfer, top_k=top_k)
-    return EvalRun(
-        fixture=fixture,
-        profile=profile,
-        top_k=top_k,
-        repeat=repeat,
-        results=results,
-        per_query=per_query,
-        aggregate=aggregate,
-        misses=tuple(misses),
-        transfer=transfer,
-        latencies_ms=run.latencies_ms,
-        ingest_s=ingest_s,
-        evidence=evidence,
-        recommendation=recommend(evidence),
-        cutoffs=cutoffs,
-        per_query_by_k=per_query_by_k,
-        aggregate_by_k=aggregate_by_k,
-        stages_s=clock.laps,
+    return _Searched(
+        fixture,
+        profile,
+        cutoffs,
+        repeat,
+        run,
+        results,
+        tuple(misses),
+        per_query,
+        per_query_by_k,
+        aggregate_by_k,
+        clock.laps,
     )
 
 
-class _OnePackage:
-    """The run's transfer package and hydrated store, made when the first profile asks."""
-
-    def __init__(self, store: hotmem.MemoryStore, workdir: Path, queries: pa.Table) -> None:
-        self.store, self.workdir, self.queries = store, workdir, queries
-        self.package: Package | None = None
-
-    def made(self) -> Package:
-        if self.package is None:
-            self.workdir.mkdir()
-            first = self.queries.column("query")[0].as_py() if self.queries.num_rows else ""
-            self.package = transfer_package(self.store, self.workdir, first)
-        return self.package
-
-
-class _Stopwatch:
-    """Seconds between laps, by name."""
-
-    def __init__(self) -> None:
-        self.laps: dict[str, float] = {}
-        self._last = time.perf_counter()
-
-    def lap(self, name: str, *, within: dict[str, float] | None = None) -> None:
-        """The time since the last lap, as ``name``; the parts of it ``within`` names are laps
-        of their own, before it, and not part of ``name``'s."""
-        now = time.perf_counter()
-        parts = within or {}
-        self.laps.update(parts)
-        self.laps[name] = now - self._last - sum(parts.values())
-        self._last = now
+def _transferred(
+    one: _Searched,
+    package: PendingPackage,
+    number: int,
+    transfer_queries: pa.Table,
+    ingest_s: float,
+) -> EvalRun:
+    """``one`` (the ``number``-th profile) with its transfer check: its ``transfer_queries``
+    as the package's child re-ran them in the hydrated copy, compared with its own."""
+    top_k, depth = one.cutoffs[0], one.cutoffs[-1]
+    started = time.perf_counter()
+    sampled_ids = set(transfer_queries.column("query_id").to_pylist())
+    ran, made = one.run.results, package.made()
+    source = ran.filter(pa.array([q in sampled_ids for q in ran.column("query_id").to_pylist()]))
+    rerun = package.reran(number)
+    transfer = rerun_transfer(
+        made, transfer_queries, source, top_k=depth, profile=one.profile, rerun=rerun
+    )
+    laps = {**one.laps, "transfer": time.perf_counter() - started}
+    aggregate = one.aggregate_by_k.filter(pl.col("k") == top_k)
+    evidence = evidence_from(aggregate, transfer, top_k=top_k)
+    return EvalRun(
+        fixture=one.fixture,
+        profile=one.profile,
+        top_k=top_k,
+        repeat=one.repeat,
+        results=one.results,
+        per_query=one.per_query,
+        aggregate=aggregate,
+        misses=one.misses,
+        transfer=transfer,
+        latencies_ms=one.run.latencies_ms,
+        ingest_s=ingest_s,
+        evidence=evidence,
+        recommendation=recommend(evidence),
+        cutoffs=one.cutoffs,
+        per_query_by_k=one.per_query_by_k,
+        aggregate_by_k=one.aggregate_by_k,
+        stages_s={name: laps[name] for name in _STAGES},
+    )
 
 
 def evaluate(

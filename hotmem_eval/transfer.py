@@ -3,15 +3,15 @@
 Also times each step and a cold start (a fresh process opens the hydrated store and answers
 one query), as local diagnostics. A run of several profiles makes one package and one
 hydrated store (``transfer_package``) and re-runs each profile's queries there
-(``rerun_transfer``): the package does not depend on the profile.
+(``rerun_transfer``): the package does not depend on the profile. ``PendingPackage`` has a
+child process (``hydration``) verify and hydrate the package and re-run the profiles' queries
+while the run searches the source store; the comparison is the same.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,15 +21,18 @@ import pyarrow as pa
 
 import hotmem
 from hotmem_eval.errors import EvalError
+from hotmem_eval.hydration import Job, Searches, runs_apart, snapshotted, start_hydration
 from hotmem_eval.runner import rows_by_query, run_queries
 
 __all__ = [
     "TRANSFER_SCHEMA",
     "Package",
+    "PendingPackage",
     "TransferOutcome",
     "compare_results",
     "rerun_transfer",
     "run_transfer",
+    "sampled_queries",
     "transfer_package",
 ]
 
@@ -45,14 +48,6 @@ _TRANSFER_FIELDS: list[pa.Field[Any]] = [
     pa.field("same_score", pa.bool_(), nullable=False),
 ]
 TRANSFER_SCHEMA = pa.schema(_TRANSFER_FIELDS)
-
-_COLD_START = """
-import sys
-import hotmem
-with hotmem.open_store(sys.argv[1]) as store:
-    found = hotmem.search_memories(store, sys.argv[2], limit=5)
-print(len(found), flush=True)
-"""
 
 
 def _drift(query_id: str, a: list[Any], b: list[Any]) -> dict[str, object]:
@@ -140,29 +135,6 @@ def _by_query(run: pa.Table, query_ids: list[str]) -> dict[str, list[dict[str, A
     return rows_by_query(frame.filter(pl.col("query_id").is_in(query_ids)))
 
 
-def _fts_integrity(store: hotmem.MemoryStore) -> str:
-    """``ok``, or the first problem the store's integrity check reports (a finding, not a crash)."""
-    problems = store.check_integrity()
-    return f"failed: {problems[0]}" if problems else "ok"
-
-
-def _cold_start(database: Path, query: str, workdir: Path) -> float:
-    """Seconds from spawning a fresh Python to its first search result."""
-    environment = {**os.environ, "HOTMEM_HOME": str(workdir / "home")}
-    started = time.perf_counter()
-    completed = subprocess.run(
-        [sys.executable, "-c", _COLD_START, str(database), query],
-        capture_output=True,
-        text=True,
-        env=environment,
-        check=False,
-    )
-    elapsed = time.perf_counter() - started
-    if completed.returncode != 0:
-        raise EvalError(f"cold-start process failed: {completed.stderr.strip()[-500:]}")
-    return elapsed
-
-
 @dataclass(frozen=True, slots=True)
 class Package:
     """A store snapshotted, verified and hydrated once (``transfer_package``): what every
@@ -196,39 +168,109 @@ class TransferOutcome:
     package: Package
 
 
+class PendingPackage:
+    """A store snapshotted, its package being verified and hydrated, and the queries re-run
+    in the copy under each of ``profiles`` the child runs apart (``runs_apart``), then the
+    ``variants`` searched in the store (all queries, to depth ``variant_k``), by a child
+    process (``hydration``) while the run goes on; ``made`` waits for it and completes the
+    package, ``reran`` and ``variant`` give the results of a search it did."""
+
+    def __init__(
+        self,
+        store: hotmem.MemoryStore,
+        workdir: Path,
+        queries: pa.Table,
+        *,
+        top_k: int,
+        profiles: Sequence[hotmem.Profile] = (),
+        variants: Sequence[hotmem.Profile] = (),
+        all_queries: pa.Table | None = None,
+        variant_k: int = 0,
+    ) -> None:
+        first_query = queries.column("query")[0].as_py() if queries.num_rows else ""
+        package = workdir / "transfer.hotmem"
+        # A store in a file is read by the child too (SQLite lets it read meanwhile).
+        in_memory = store.path == ":memory:"
+        self._source = snapshotted(store, package) if in_memory else None
+        apart = [None if in_memory or not runs_apart(v) else v for v in variants]
+        self.job = Job(
+            package,
+            workdir / "hydrated.db",
+            workdir,
+            first_query,
+            Searches(queries, top_k, tuple(p if runs_apart(p) else None for p in profiles)),
+            None if in_memory else Path(store.path),
+            Searches(queries if all_queries is None else all_queries, variant_k, tuple(apart)),
+        )
+        self._hydrating = start_hydration(self.job)
+        self._package: Package | None = None
+
+    def made(self) -> Package:
+        """The package, once the child verified and hydrated it (and re-ran the queries).
+
+        Raises:
+            EvalError: the child failed or refused the package, or its cold start failed.
+        """
+        if self._package is None:
+            found = self._hydrating.wait()
+            source = self._source or found.source
+            if source is None:  # never seen: the job names the store when the run did not
+                raise EvalError("the hydration process made no snapshot")
+            self._package = Package(
+                path=self.job.package,
+                hydrated=self.job.target,
+                package_bytes=self.job.package.stat().st_size,
+                source_rows=source.source_rows,
+                hydrated_rows=found.hydrated_rows,
+                source_fts_integrity=source.source_fts_integrity,
+                hydrated_fts_integrity=found.hydrated_fts_integrity,
+                verify_ok=found.verify_ok,
+                verify_problems=found.verify_problems,
+                snapshot_s=source.snapshot_s,
+                verify_s=found.verify_s,
+                hydrate_s=found.hydrate_s,
+                cold_start_s=found.cold_start_s,
+            )
+        return self._package
+
+    def reran(self, number: int) -> pa.Table | None:
+        """The results of the queries re-run in the copy under ``profiles[number]`` (``None``
+        for a profile the child left to the run)."""
+        return self._hydrating.wait().reruns[number]
+
+    def searches_variant(self, number: int) -> bool:
+        """Whether the child searches ``variants[number]`` (else the run does)."""
+        variants = self.job.variants
+        return variants is not None and variants.profiles[number] is not None
+
+    def variant(self, number: int) -> pa.Table:
+        """The results of ``variants[number]``, which the child searched in the store.
+
+        Raises:
+            EvalError: as ``made``; or the child does not search that variant.
+        """
+        if not self.searches_variant(number):
+            raise EvalError(f"the child process did not search variant {number}")
+        table = self._hydrating.wait().variants[number]
+        if table is None:  # never seen: the job's profile is set
+            raise EvalError(f"the child process did not search variant {number}")
+        return table
+
+    def close(self) -> None:
+        """Stop the child if the run no longer waits for it."""
+        self._hydrating.close()
+
+
 def transfer_package(store: hotmem.MemoryStore, workdir: Path, first_query: str) -> Package:
     """Snapshot ``store`` into ``workdir``, verify the package and hydrate it into a new store
     there; time each step and a cold start (a fresh process searching ``first_query`` in the
-    hydrated store), and check both stores' integrity."""
-    package = workdir / "transfer.hotmem"
-    target = workdir / "hydrated.db"
-    started = time.perf_counter()
-    store.snapshot(package)
-    snapshot_s = time.perf_counter() - started
-    started = time.perf_counter()
-    report = hotmem.verify_snapshot(package)
-    verify_s = time.perf_counter() - started
-    started = time.perf_counter()
-    hotmem.hydrate(package, target)
-    hydrate_s = time.perf_counter() - started
-    cold_start_s = _cold_start(target, first_query, workdir)
-    with hotmem.open_store(target) as hydrated:
-        hydrated_rows, hydrated_integrity = hydrated.count(), _fts_integrity(hydrated)
-    return Package(
-        path=package,
-        hydrated=target,
-        package_bytes=package.stat().st_size,
-        source_rows=store.count(),
-        hydrated_rows=hydrated_rows,
-        source_fts_integrity=_fts_integrity(store),
-        hydrated_fts_integrity=hydrated_integrity,
-        verify_ok=bool(report.ok),
-        verify_problems=tuple(str(p) for p in report.problems),
-        snapshot_s=snapshot_s,
-        verify_s=verify_s,
-        hydrate_s=hydrate_s,
-        cold_start_s=cold_start_s,
-    )
+    hydrated store), and check both stores' integrity (``PendingPackage``, waited for)."""
+    queries = pa.table({"query": [first_query]})
+    pending = PendingPackage(store, workdir, queries, top_k=1)
+    try:
+        return pending.made()
+    finally:
+        pending.close()
 
 
 def rerun_transfer(
@@ -238,13 +280,16 @@ def rerun_transfer(
     *,
     top_k: int,
     profile: hotmem.Profile | None = None,
+    rerun: pa.Table | None = None,
 ) -> TransferOutcome:
     """Re-run every query in ``package``'s hydrated store under ``profile`` (``default`` when
-    None) and compare with ``source_results``, slot by slot."""
-    with hotmem.open_store(package.hydrated) as hydrated:
-        rerun = run_queries(hydrated, queries, top_k=top_k, profile=profile)
+    None) and compare with ``source_results``, slot by slot; ``rerun``: that re-run's results,
+    when it was done already (``PendingPackage.reran``)."""
+    if rerun is None:
+        with hotmem.open_store(package.hydrated) as hydrated:
+            rerun = run_queries(hydrated, queries, top_k=top_k, profile=profile).results
     comparison, drift, equivalent = compare_results(
-        source_results, rerun.results, [str(q) for q in queries.column("query_id").to_pylist()]
+        source_results, rerun, [str(q) for q in queries.column("query_id").to_pylist()]
     )
     return TransferOutcome(
         comparison=comparison,
@@ -270,3 +315,15 @@ def run_transfer(
     first_query = queries.column("query")[0].as_py() if queries.num_rows else ""
     package = transfer_package(store, workdir, first_query)
     return rerun_transfer(package, queries, source_results, top_k=top_k, profile=profile)
+
+
+def sampled_queries(queries: pa.Table, sample: int | None) -> pa.Table:
+    """The queries the transfer check re-runs: all of them, or ``sample`` of them, those whose
+    ``query_id`` has the smallest sha256 (a choice that depends on the ids alone, spread over
+    the collection), in ``query_id`` order."""
+    if sample is None or sample >= queries.num_rows:
+        return queries
+    ids = [str(value) for value in queries.column("query_id").to_pylist()]
+    chosen = set(sorted(ids, key=lambda i: hashlib.sha256(i.encode("utf-8")).digest())[:sample])
+    mask = pa.array([i in chosen for i in ids])
+    return queries.filter(mask)
