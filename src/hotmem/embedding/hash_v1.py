@@ -23,7 +23,6 @@ import math
 import struct
 import sys
 import unicodedata
-from array import array
 from collections.abc import Sequence
 from itertools import chain, pairwise, repeat
 from operator import mul, sub, truediv
@@ -103,7 +102,6 @@ _SLOTS = _SlotMap()
 _SLOT_CACHE_LIMIT = 1 << 18
 _ZERO = (0.0,) * DIMENSION
 _ZERO_BYTES = bytes(4 * DIMENSION)
-_BIG_ENDIAN = sys.byteorder == "big"
 
 
 def normalise_text(text: str) -> str:
@@ -142,8 +140,24 @@ class _WordSlotMap(dict[str, tuple[int, ...]]):
 _WORD_SLOTS = _WordSlotMap()
 
 
-def _rounded(text: str) -> array[float] | None:
-    """:func:`embed`'s vector as float32 values (``None`` for the zero vector)."""
+class _BoundarySlotMap(dict[str, int]):
+    """``last + first`` (the last letter of a word and the first of the next) -> the signed
+    slot of the trigram ``"last first"`` across their space, filled lazily and bounded."""
+
+    def __missing__(self, pair: str) -> int:
+        slot = _SLOTS[f"{pair[0]} {pair[1]}"]
+        if len(self) >= _SLOT_CACHE_LIMIT:
+            self.clear()
+        self[pair] = slot
+        return slot
+
+
+_BOUNDARY_SLOTS = _BoundarySlotMap()
+
+
+def _counts(text: str) -> tuple[list[int], float] | None:
+    """The signed count of each bucket of ``text``'s trigrams and their L2 norm (``None`` for
+    the zero vector): the vector is ``count / norm`` each, rounded to float32."""
     normalised = normalise_text(text)
     if not normalised:
         return None
@@ -155,14 +169,12 @@ def _rounded(text: str) -> array[float] | None:
         for slot in _WORD_SLOTS[word]:
             signed[slot] += 1
     for left, right in pairwise(words):
-        signed[_SLOTS[f"{left[-1]} {right[0]}"]] += 1
+        signed[_BOUNDARY_SLOTS[left[-1] + right[0]]] += 1
     counts = list(map(sub, signed[:DIMENSION], signed[DIMENSION:]))
     squared = sum(map(mul, counts, counts))
     if not squared:
         return None
-    norm = math.sqrt(squared)
-    # Round through float32 so the in-memory vector equals the stored one bit for bit.
-    return array("f", map(truediv, counts, repeat(norm)))
+    return counts, math.sqrt(squared)
 
 
 def embed(text: str) -> tuple[float, ...]:
@@ -172,8 +184,9 @@ def embed(text: str) -> tuple[float, ...]:
         64 floats, each exactly representable as float32, with L2 norm 1 (within float32
         rounding), or 64 zeros when the text has no letters, marks or numbers.
     """
-    rounded = _rounded(text)
-    return _ZERO if rounded is None else tuple(rounded)
+    packed = embed_bytes(text)
+    # Rounded through float32, so the in-memory vector equals the stored one bit for bit.
+    return _ZERO if packed is _ZERO_BYTES else _PACK.unpack(packed)
 
 
 def pack_vector(vector: tuple[float, ...] | list[float]) -> bytes:
@@ -187,13 +200,13 @@ def unpack_vector(blob: bytes) -> tuple[float, ...]:
 
 
 def embed_bytes(text: str) -> bytes:
-    """Embed ``text`` and return the packed little-endian float32 vector."""
-    rounded = _rounded(text)
-    if rounded is None:
+    """Embed ``text`` and return the packed little-endian float32 vector (each ``count /
+    norm`` in double precision, rounded to float32 by the packing)."""
+    counted = _counts(text)
+    if counted is None:
         return _ZERO_BYTES
-    if _BIG_ENDIAN:
-        rounded.byteswap()
-    return rounded.tobytes()
+    counts, norm = counted
+    return _PACK.pack(*map(truediv, counts, repeat(norm)))
 
 
 def embed_many_bytes(texts: Sequence[str]) -> list[bytes]:
@@ -230,7 +243,7 @@ def _embed_many_numpy(texts: Sequence[str], np: Any) -> list[bytes]:
         if normalised:
             words = normalised.split(" ")
             slots.extend(chain.from_iterable(map(words_of, words)))
-            slots.extend([_SLOTS[f"{left[-1]} {right[0]}"] for left, right in pairwise(words)])
+            slots.extend([_BOUNDARY_SLOTS[left[-1] + right[0]] for left, right in pairwise(words)])
         lengths.append(len(slots) - before)
         if len(lengths) >= _GROUP_TEXTS or len(slots) >= _GROUP_SLOTS:
             vectors += _counted(slots, lengths, np)
@@ -245,7 +258,7 @@ def _counted(slots: list[int], lengths: list[int], np: Any) -> list[bytes]:
 
     :func:`embed`'s arithmetic on the same values: integer counts and sums of squares (exact),
     one correctly rounded square root and division in double precision, then one rounding to
-    float32 (``astype``, as ``array("f")``), so every vector has the same bits."""
+    float32 (``astype``, as ``embed_bytes``' packing), so every vector has the same bits."""
     count = len(lengths)
     width = 2 * DIMENSION
     owners = np.repeat(np.arange(count, dtype=np.int64) * width, lengths)
