@@ -101,15 +101,25 @@ def save(store: MemoryStore, index: SearchIndex) -> None:
     ):
         image.tokens |= added
         return
-    if len(index.rowids) >= BEHIND_FROM:
+    file = _database_file(store) if len(index.rowids) >= BEHIND_FROM else None
+    if file:
         copy = _copied(index)
         thread = threading.Thread(
-            target=_behind, args=(store.path, index, copy), name="hotmem-index-image"
+            target=_behind, args=(file, index, copy), name="hotmem-index-image"
         )
         _WRITERS[index] = thread
         thread.start()
         return
     _whole(store.write_index_image, index, index)
+
+
+def _database_file(store: MemoryStore) -> str:
+    """The absolute path of the file the store's connection opened ("" for none): what the
+    thread opens, whatever the working directory has become since."""
+    for _, name, file in store.connection.execute("PRAGMA database_list"):
+        if name == "main":
+            return str(file or "")
+    return ""
 
 
 def wait(index: SearchIndex | None = None) -> None:
@@ -142,9 +152,13 @@ def _whole(write: Callable[[Produce], bool], index: SearchIndex, source: SearchI
 
 
 def _behind(path: str, index: SearchIndex, copy: SearchIndex) -> None:
-    """The thread writing ``copy``'s image into the store at ``path`` (module docstring)."""
-    try:
-        connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    """The thread writing ``copy``'s image into the store file ``path`` (absolute; module
+    docstring)."""
+    from pathlib import Path  # here: a new process's first search does without it
+
+    try:  # the store's file as it is: never a new one
+        uri = f"{Path(path).as_uri()}?mode=rw"
+        connection = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
         try:
             _whole(lambda produce: stored.write_image(connection, produce), index, copy)
         finally:

@@ -128,3 +128,21 @@ def test_a_process_that_exits_right_after_its_search_still_leaves_the_image(
     loaded = _imaged(path)
     assert loaded is not None
     assert len(loaded.rowids) == 260
+
+
+def test_the_image_goes_into_the_store_file_whatever_the_working_directory_became(
+    two_stores: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _ = two_stores
+    monkeypatch.setattr(image_writes, "BEHIND_FROM", 1)
+    monkeypatch.chdir(path.parent)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with hotmem.open_store(path.name, accelerator="off") as store:  # a relative path
+        monkeypatch.chdir(elsewhere)
+        assert hotmem.search_memories(store, "invoice")
+        image_writes.wait()
+    assert list(elsewhere.iterdir()) == []  # no store file made where the path now points
+    loaded = _imaged(path)
+    assert loaded is not None
+    assert len(loaded.rowids) == 260
