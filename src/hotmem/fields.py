@@ -18,7 +18,7 @@ the canonical UTC text ``format_timestamp`` writes, ``YYYY-MM-DDTHH:MM:SS[.fffff
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from hotmem.errors import ValidationError
 
@@ -39,6 +39,7 @@ __all__ = [
     "lookup_text",
     "shown",
     "text_breach",
+    "texts_obey_rule",
     "timestamp_or_breach",
     "unicode_breach",
 ]
@@ -135,6 +136,29 @@ def text_breach(field: str, value: object, *, max_length: int | None = None) -> 
     if "\x00" in value:
         return Breach(f"{field} without NUL characters", f"a NUL at position {value.index(chr(0))}")
     return unicode_breach(field, value)
+
+
+def texts_obey_rule(column: Sequence[object], max_length: int | None, *, nul: bool = False) -> bool:
+    """Whether every value of ``column`` is a ``str`` that :func:`text_breach` accepts (not
+    blank, at most ``max_length`` characters, valid Unicode, without NUL unless ``nul``: a
+    tag's rule allows one), checked a column at a time in C-level passes (a bulk ingest's or
+    a package chunk's fast path). ``False`` also for a ``str`` subclass: the caller checks
+    such values one by one."""
+    if not column:
+        return True
+    if set(map(type, column)) != {str} or not all(map(str.strip, column)):  # type: ignore[arg-type]
+        return False
+    texts: Sequence[str] = column  # type: ignore[assignment]  # every one a str, just checked
+    if max_length is not None and max(map(len, texts)) > max_length:
+        return False
+    joined = "".join(texts)
+    if not nul and "\x00" in joined:
+        return False
+    try:
+        joined.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _text(field: str, max_length: int | None) -> Callable[[object], Breach | None]:

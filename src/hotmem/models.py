@@ -14,6 +14,7 @@ from hotmem.fields import (
     MAX_TAGS,
     Breach,
     format_timestamp,
+    texts_obey_rule,
     timestamp_or_breach,
 )
 from hotmem.records import record
@@ -212,19 +213,17 @@ def _sound_columns(rows: list[dict[str, Any]]) -> bool:
     importances = [r.get("importance", 0.5) for r in rows]
     tags = [r.get("tags", ()) for r in rows]
     return (
-        _sound_texts([r["fact"] for r in rows], None, nul=False)
-        and _sound_texts([r["identifier"] for r in rows], MAX_ID_LENGTH, nul=False)
-        and _sound_texts(
-            [r["memory_id"] for r in rows if r.get("memory_id") is not None],
-            MAX_ID_LENGTH,
-            nul=False,
+        texts_obey_rule([r["fact"] for r in rows], None)
+        and texts_obey_rule([r["identifier"] for r in rows], MAX_ID_LENGTH)
+        and texts_obey_rule(
+            [r["memory_id"] for r in rows if r.get("memory_id") is not None], MAX_ID_LENGTH
         )
         and set(map(type, importances)) <= {float, int}
         and all(map((0.0).__le__, importances))
         and all(map((1.0).__ge__, importances))
         and set(map(type, tags)) <= {list, tuple}
         and max(map(len, tags), default=0) <= MAX_TAGS
-        and _sound_texts(list(chain.from_iterable(tags)), None, nul=True)
+        and texts_obey_rule(list(chain.from_iterable(tags)), None, nul=True)
     )
 
 
@@ -235,26 +234,6 @@ def _memory_of(row: dict[str, Any], created: datetime) -> Memory:
         memory_id = _derived_id(identifier, fact, created)
     importance = float(row.get("importance", 0.5))
     return Memory(memory_id, identifier, fact, importance, tuple(row.get("tags", ())), created)
-
-
-def _sound_texts(values: list[Any], max_length: int | None, *, nul: bool) -> bool:
-    """Whether each of ``values`` is a ``str`` the text rule accepts (``fields.text_breach``):
-    not blank, at most ``max_length`` characters, valid Unicode, and without NUL unless
-    ``nul`` (a tag's rule allows one)."""
-    if not values:
-        return True
-    if set(map(type, values)) != {str} or not all(map(str.strip, values)):
-        return False
-    if max_length is not None and max(map(len, values)) > max_length:
-        return False
-    joined = "".join(values)
-    if not nul and "\x00" in joined:
-        return False
-    try:
-        joined.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def count_of(count: int, singular: str, plural: str) -> str:

@@ -30,6 +30,7 @@ from hotmem.fields import (
     canonical_timestamp_breach,
     field_breach,
     shown,
+    texts_obey_rule,
 )
 from hotmem.snapshot import format as fmt
 
@@ -162,21 +163,6 @@ def record_problem(record: object) -> tuple[str, str] | None:
 
 
 # -- fast whole-chunk check ----------------------------------------------------------------------
-def _texts_ok(column: Sequence[Any], max_length: int | None, *, nul: bool = False) -> bool:
-    if set(map(type, column)) != {str} or not all(map(str.strip, column)):
-        return False
-    if max_length is not None and max(map(len, column)) > max_length:
-        return False
-    joined = "".join(column)
-    if not nul and "\x00" in joined:
-        return False
-    try:
-        joined.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _timestamps_ok(stamps: set[Any]) -> bool:
     """Every distinct ``created_at`` is canonical UTC text, checked in C-level passes.
 
@@ -208,9 +194,9 @@ def _timestamps_ok(stamps: set[Any]) -> bool:
 def _columns_ok(columns: list[Column]) -> bool:
     memory_ids, identifiers, facts, importances, tags, created = columns
     if not (
-        _texts_ok(memory_ids, MAX_ID_LENGTH)
-        and _texts_ok(identifiers, MAX_ID_LENGTH)
-        and _texts_ok(facts, None)
+        texts_obey_rule(memory_ids, MAX_ID_LENGTH)
+        and texts_obey_rule(identifiers, MAX_ID_LENGTH)
+        and texts_obey_rule(facts, None)
     ):
         return False
     if not set(map(type, importances)) <= {float, int}:
@@ -221,7 +207,7 @@ def _columns_ok(columns: list[Column]) -> bool:
     if set(map(type, tags)) != {list} or max(map(len, tags)) > fmt.MAX_TAGS:
         return False
     flat = list(chain.from_iterable(tags))
-    if flat and not _texts_ok(flat, None, nul=True):  # the store allows NUL in tags
+    if flat and not texts_obey_rule(flat, None, nul=True):  # the store allows NUL in tags
         return False
     if not _timestamps_ok(set(created)):
         return False
