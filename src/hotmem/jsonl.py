@@ -26,9 +26,12 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from typing import BinaryIO
 
 from hotmem.records import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["MAX_JSON_DEPTH", "MAX_JSON_NUMBER", "JsonlProblem", "JsonlRecord", "read_jsonl"]
 

@@ -199,3 +199,20 @@ def test_a_record_writing_its_own_eq_is_hashed_by_its_fields_as_a_dataclass_is()
     rec, dc = record(body()), dataclasses.dataclass(frozen=True, slots=True)(body())
     assert rec(1, 2) == rec(2, 1)  # its own __eq__
     assert hash(rec(1, 2)) == hash(dc(1, 2)) == hash((1, 2))
+
+
+def test_a_cli_search_loads_neither_typing_nor_the_snapshot_code(tmp_path: object) -> None:
+    db = f"{tmp_path}/s.db"
+    script = (
+        "import contextlib, io, sys\n"
+        "from hotmem.cli import main\n"
+        f"main(['--db', {db!r}, 'add', 'Invoices need two approvals.', '--identifier', 'a'])\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        f"    main(['--db', {db!r}, 'search', 'invoice approvals'])\n"
+        "names = ('typing', 'dataclasses', 'inspect', 'hotmem.snapshot', 'tomllib')\n"
+        "print('Invoices' in out.getvalue(), *(m in sys.modules for m in names))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.splitlines()[-1] == "True False False False False False"

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import importlib as _importlib
-import typing as _typing
 
 _ORIGIN = {
     "COMMANDS": "hotmem.cli.app",
@@ -18,9 +17,13 @@ _ORIGIN = {
     "write_stdout": "hotmem.cli.common",
 }
 
-if _typing.TYPE_CHECKING:
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
+if TYPE_CHECKING:
+    import typing as _typing
+
     from hotmem.cli.app import COMMANDS, EXIT_CODES, build_parser, exit_code, main
     from hotmem.cli.common import exit_code_of, int_range, quiet_stdout, write_stdout
+del TYPE_CHECKING  # not a public name
 
 __all__ = [
     "COMMANDS",

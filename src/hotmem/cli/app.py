@@ -16,7 +16,6 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import suppress
-from typing import NoReturn
 
 from hotmem import __version__
 from hotmem.cli.common import exit_code_of, quiet_stdout
@@ -57,6 +56,10 @@ from hotmem.cli.spaces import cmd_reindex, configure_reindex
 from hotmem.cli.support import UserInputError, seconds_value, store_path_value
 from hotmem.errors import HotmemError, ValidationError
 from hotmem.store.setup import BUSY_TIMEOUT
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 __all__ = ["COMMANDS", "EXIT_CODES", "build_parser", "exit_code", "main"]
 

@@ -17,7 +17,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, suppress
 from itertools import chain, islice
 from pathlib import Path
-from typing import BinaryIO
 
 from hotmem.cli.support import UserInputError, created_store, db_path
 from hotmem.errors import DuplicateMemoryError, ValidationError
@@ -25,6 +24,10 @@ from hotmem.jsonl import JsonlProblem, JsonlRecord, read_jsonl
 from hotmem.models import count_of, memories_from_mappings, memory_from_mapping
 from hotmem.progress import Progress
 from hotmem.store.updates import CHECKED_BATCH, Existing, ImportCounts, Item
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["MAX_REPORTED_PROBLEMS", "cmd_import", "configure_import", "jsonl_memories"]
 

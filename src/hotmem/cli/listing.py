@@ -15,7 +15,6 @@ from pathlib import Path
 
 from hotmem.cli.support import UserInputError, existing_store, print_json
 from hotmem.models import Memory, count_of
-from hotmem.snapshot._files import create_beside, output_refusal
 
 __all__ = [
     "cmd_export",
@@ -74,6 +73,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.file in (None, "-"):
         sys.stdout.write(text)
         return EXIT_OK
+    from hotmem.snapshot._files import create_beside, output_refusal  # an export file only
+
     target = Path(args.file)
     refusal = output_refusal(target)
     if refusal is not None:

@@ -17,7 +17,6 @@ from hotmem.cli.support import (
     similarity_value,
 )
 from hotmem.errors import MemoryNotFoundError
-from hotmem.retrieval.diagnosis import diagnose
 from hotmem.retrieval.fusion import MIN_SIMILARITY
 from hotmem.retrieval.profiles import PROFILES, Profile
 from hotmem.retrieval.request import SearchRequest
@@ -160,6 +159,8 @@ def _why_empty(store: MemoryStore, args: argparse.Namespace, profile: Profile) -
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    from hotmem.retrieval.diagnosis import diagnose  # an explain's only
+
     with existing_store(args) as store, store.reading():
         request = SearchRequest(
             args.query, args.identifier, args.limit, args.profile, args.min_similarity

@@ -9,8 +9,6 @@ from pathlib import Path
 from hotmem.cli.support import UserInputError, db_path, existing_store, print_json
 from hotmem.models import count_of
 from hotmem.progress import Progress
-from hotmem.snapshot import hydrate, verify_snapshot
-from hotmem.snapshot._files import output_refusal, store_file_names
 from hotmem.store.settings import DEFAULT_PROFILE
 
 __all__ = [
@@ -37,6 +35,8 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if not out.absolute().parent.is_dir():
         raise UserInputError(f"hotmem: cannot write {args.out!r}: its directory does not exist")
+    from hotmem.snapshot._files import output_refusal, store_file_names  # a snapshot's only
+
     refusal = output_refusal(out, store_file_names(db_path(args)))  # not a file, the store
     if refusal is not None:
         raise UserInputError(f"hotmem: {refusal}")
@@ -62,6 +62,8 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from hotmem.snapshot import verify_snapshot  # a verify's only
+
     package = _package(args.package)
     with Progress("hotmem: verifying", unit="memories") as progress:
         report = verify_snapshot(
@@ -89,6 +91,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_hydrate(args: argparse.Namespace) -> int:
+    from hotmem.snapshot import hydrate  # a hydrate's only
+
     package = _package(args.package)
     target = db_path(args)
     if args.db is None:

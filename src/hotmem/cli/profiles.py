@@ -7,7 +7,6 @@ import argparse
 
 from hotmem.cli.support import db_path, existing_store, print_json
 from hotmem.retrieval.kept_profiles import import_profile, kept_profiles, set_default_profile
-from hotmem.retrieval.profile_files import read_profiles
 from hotmem.retrieval.profiles import PROFILES, Profile
 
 __all__ = ["cmd_profiles", "configure_profiles", "profile_summary"]
@@ -38,6 +37,8 @@ def profile_summary(profile: Profile) -> str:
 def cmd_profiles(args: argparse.Namespace) -> int:
     default: str | None = None
     kept: dict[str, Profile] = {}
+    from hotmem.retrieval.profile_files import read_profiles  # TOML: a profiles command's
+
     imported = read_profiles(args.import_file) if args.import_file is not None else ()
     if imported or args.set_default is not None:
         with existing_store(args, check_default_profile=False) as store:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from hotmem.retrieval.diagnosis import Diagnosis
 from hotmem.retrieval.profiles import DEFAULT_PROFILE, PROFILES, Profile
 from hotmem.retrieval.results import Explanation, ScoreComponents, SearchResult
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
+if TYPE_CHECKING:
+    from hotmem.retrieval.diagnosis import Diagnosis
 
 __all__ = ["diagnosis_lines", "rerank_line", "result_lines", "score_line"]
 
