@@ -48,8 +48,10 @@ _STALE_FLOOR = 4096
 _TOKENS_FLOOR = 16
 #: The mark of an image not written yet (its write was tried, the store was busy).
 _NONE = Mark(-1, -1)
-#: The thread writing each index's image behind its search.
+#: The thread writing each index's image behind its search (read and changed under _LOCK:
+#: the threads remove themselves).
 _WRITERS: weakref.WeakKeyDictionary[SearchIndex, threading.Thread] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
 
 
 def _wanted(index: SearchIndex) -> bool:
@@ -83,10 +85,12 @@ def save(store: MemoryStore, index: SearchIndex) -> None:
     """Write ``index``'s image into ``store`` when it is wanted (module docstring): only the
     postings it read since when that is all that changed, else the whole image."""
     image = index.image
+    with _LOCK:
+        writing = index in _WRITERS
     if (
         store.path == ":memory:"
         or not index.size
-        or index in _WRITERS
+        or writing
         or not _wanted(index)
         or (image is not None and image.tried == index.mark)
     ):
@@ -107,7 +111,8 @@ def save(store: MemoryStore, index: SearchIndex) -> None:
         thread = threading.Thread(
             target=_behind, args=(file, index, copy), name="hotmem-index-image"
         )
-        _WRITERS[index] = thread
+        with _LOCK:
+            _WRITERS[index] = thread
         thread.start()
         return
     _whole(store.write_index_image, index, index)
@@ -125,9 +130,10 @@ def _database_file(store: MemoryStore) -> str:
 def wait(index: SearchIndex | None = None) -> None:
     """Wait until the image of ``index`` (of every index for ``None``) written behind a
     search is in the store (or its write failed)."""
-    for held, thread in list(_WRITERS.items()):
-        if index is None or held is index:
-            thread.join()
+    with _LOCK:
+        pending = [thread for held, thread in _WRITERS.items() if index in (None, held)]
+    for thread in pending:
+        thread.join()
 
 
 def _whole(write: Callable[[Produce], bool], index: SearchIndex, source: SearchIndex) -> None:
@@ -166,7 +172,8 @@ def _behind(path: str, index: SearchIndex, copy: SearchIndex) -> None:
     except sqlite3.Error:  # an image is a convenience: the next full load writes one
         pass
     finally:
-        _WRITERS.pop(index, None)
+        with _LOCK:
+            _WRITERS.pop(index, None)
 
 
 def _copied(index: SearchIndex) -> SearchIndex:
