@@ -21,6 +21,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 import hotmem
 from hotmem.embedding.hash_v1 import embed_bytes
+from hotmem.retrieval import image_writes
 from hotmem.retrieval.index import SearchIndex
 from hotmem.retrieval.search import index_of
 
@@ -149,6 +150,25 @@ class Refreshing(RuleBasedStateMachine):
 
 TestRefreshing = Refreshing.TestCase
 TestRefreshing.settings = settings(stateful_step_count=30, max_examples=50, deadline=None)
+
+
+class RefreshingBehind(Refreshing):
+    """The same interleavings, every whole image written behind its search by a thread
+    (``image_writes.BEHIND_FROM`` of 1), while the next steps write and search."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.behind_from = image_writes.BEHIND_FROM
+        image_writes.BEHIND_FROM = 1
+
+    def teardown(self) -> None:
+        image_writes.wait()
+        image_writes.BEHIND_FROM = self.behind_from
+        super().teardown()
+
+
+TestRefreshingBehind = RefreshingBehind.TestCase
+TestRefreshingBehind.settings = settings(stateful_step_count=30, max_examples=25, deadline=None)
 
 
 @pytest.mark.slow
