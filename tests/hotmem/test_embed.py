@@ -151,3 +151,17 @@ def test_the_numpy_batch_embedding_is_bit_identical_to_one_at_a_time(texts: list
     one_at_a_time = [embed_bytes(text) for text in texts]
     assert _embed_many_numpy(texts, numpy) == one_at_a_time
     assert embed_many_bytes(texts) == one_at_a_time  # numpy imported: the batch path
+
+
+def test_no_letter_mark_or_number_is_whitespace_to_str_split() -> None:
+    """``normalise_text`` splits with ``str.split()`` once every separator is a space: that
+    is the rule only while no kept character (a letter, mark or number) is whitespace."""
+    import sys
+    import unicodedata
+
+    kept_whitespace = [
+        hex(c)
+        for c in range(sys.maxunicode + 1)
+        if chr(c).isspace() and unicodedata.category(chr(c))[0] in "LMN"
+    ]
+    assert kept_whitespace == []

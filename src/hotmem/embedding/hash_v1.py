@@ -107,7 +107,10 @@ _ZERO_BYTES = bytes(4 * DIMENSION)
 def normalise_text(text: str) -> str:
     """Return ``text`` normalised as step 1 of the embedding rule describes."""
     folded = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join(part for part in folded.translate(_SEPARATORS).split(" ") if part)
+    # Every character str.split() takes for whitespace is a separator, mapped to a space
+    # (no letter, mark or number is whitespace: tests/hotmem/test_embed.py checks every code
+    # point), so split() splits on those spaces alone, and drops the empty parts.
+    return " ".join(folded.translate(_SEPARATORS).split())
 
 
 def trigrams(text: str) -> list[str]:
