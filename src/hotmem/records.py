@@ -3,7 +3,7 @@ them, without importing :mod:`dataclasses` (and the :mod:`inspect` it loads) int
 
 Importing ``dataclasses`` and decorating the fifteen classes a first search meets cost about
 17 ms of CPU, a sixth of a new process's spawn to first result (``docs/benchmarks.md``, cold
-start). :func:`record` makes the same class in about a tenth of that:
+start). :func:`record` makes the same classes in about 2 ms (measured: 13 of them, 2.0 ms):
 
 - ``__init__`` with the fields in order, positional or keyword, with their defaults, then
   ``__post_init__`` when the class has one (``inspect.signature`` shows it as written);

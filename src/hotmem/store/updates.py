@@ -250,6 +250,8 @@ class Updates:
 
     if TYPE_CHECKING:  # provided by MemoryStore
 
+        def _space_embedders(self, connection: sqlite3.Connection) -> SpaceEmbedders: ...
+
         def reading(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
         def _writing(self) -> AbstractContextManager[sqlite3.Connection]: ...
@@ -262,11 +264,7 @@ class Updates:
         names = [s.name for s in spaces.read_spaces(connection) if s.name != MODEL_NAME]
         if loaded is not None and [name for name, _ in loaded] == names:
             return loaded
-        if not names:  # hotmem-hash-v1 alone: no embedder to load (nor its registry)
-            return ()
-        from hotmem.store import reindex  # a store with another space
-
-        return reindex.space_embedders(connection, self._path, self._model_dir)
+        return self._space_embedders(connection)
 
     def update(
         self,
