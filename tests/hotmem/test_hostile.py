@@ -246,6 +246,24 @@ def test_add_and_delete_on_a_damaged_full_text_index_fail_as_search_does(
         assert len(store) == 2  # nothing was written
 
 
+def test_an_index_damaged_between_two_adds_of_one_store_refuses_the_second(
+    on_disk: Path,
+) -> None:
+    # The store skips its look into the index while no other connection has committed since
+    # its last add (PRAGMA data_version): the damage below is such a commit.
+    with hotmem.open_store(on_disk) as store:
+        store.add("A copper pot.", identifier="a", memory_id="m-3")
+        store.add("A copper pan.", identifier="a", memory_id="m-4")  # no look: nothing changed
+        tamper(
+            on_disk,
+            "UPDATE memories_fts_data SET block = x'00000000ffffffff' || substr(block, 9) "
+            "WHERE id > 10",
+        )
+        with pytest.raises(hotmem.StoreError, match="database disk image is malformed"):
+            store.add("A copper lid.", identifier="a", memory_id="m-5")
+        assert len(store) == 4
+
+
 def test_an_index_entry_without_its_memory_is_a_store_error(on_disk: Path) -> None:
     tamper(on_disk, "DROP TRIGGER memories_fts_delete")
     tamper(on_disk, "DELETE FROM memories WHERE memory_id = 'm-1'")

@@ -487,8 +487,13 @@ def _statements(store: MemoryStore, write: Callable[[], object]) -> list[str]:
 
 
 def test_one_add_is_one_write_transaction_with_only_the_statements_it_needs(
-    store: MemoryStore,
+    tmp_path: Path,
 ) -> None:
+    with hotmem.open_store(tmp_path / "s.db") as store:
+        _one_add_statements(store)
+
+
+def _one_add_statements(store: MemoryStore) -> None:
     store.add("the first add reads the spaces before it", identifier="a", memory_id="m-0")
     spaces = "SELECT name, model_id, digest, dimension, dtype FROM vector_spaces ORDER BY name"
     # issue 35: one term looked up in the lexical index a write adds to, so that a damaged one
@@ -497,19 +502,27 @@ def test_one_add_is_one_write_transaction_with_only_the_statements_it_needs(
         f"SELECT rowid FROM {table} WHERE {table} MATCH '\"hotmem\"' LIMIT 1"
         for table in ("memories_fts", "memories_cjk")
     )
-    insert = "INSERT INTO memories"
+    insert, version = "INSERT INTO memories", "PRAGMA data_version"
+    # the add after the first: nothing else wrote since, so no spaces read and no look-up
     plain = _statements(store, lambda: store.add("copper spoon", identifier="a", memory_id="m-1"))
-    assert plain == ["BEGIN IMMEDIATE", spaces, words, insert, "COMMIT"]
+    assert plain == ["BEGIN IMMEDIATE", version, insert, "COMMIT"]
+    store.delete("m-1")  # any other write of the store: the next add reads and looks again
+    again = _statements(store, lambda: store.add("copper spoon", identifier="a", memory_id="m-1"))
+    assert again == ["BEGIN IMMEDIATE", version, spaces, words, insert, "COMMIT"]
     cjk = _statements(store, lambda: store.add("東京の天気", identifier="a", memory_id="m-2"))
     assert cjk == [
         "BEGIN IMMEDIATE",
-        spaces,
-        words,
+        version,
         insert,
         grams,
         "INSERT INTO memories_cjk",
         "COMMIT",
     ]
+    with sqlite3.connect(store.path) as other:  # another connection's commit: read and look
+        other.execute("INSERT INTO hotmem_meta (key, value) VALUES ('x', 'y')")
+    later = _statements(store, lambda: store.add("tin cup", identifier="a", memory_id="m-3"))
+    assert later == ["BEGIN IMMEDIATE", version, spaces, words, insert, "COMMIT"]
+    store.delete("m-3")
     assert store.check_integrity() == ()
     assert [r.memory_id for r in hotmem.search_memories(store, "東京", limit=1)] == ["m-2"]
     with pytest.raises(DuplicateMemoryError, match="memory_id='m-1' already exists"):

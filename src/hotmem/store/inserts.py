@@ -47,8 +47,7 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 #: Memories validated, embedded and inserted at a time by ``add_many`` and ``add_stream``.
 ADD_BATCH = 10_000
-#: Batches at least this large are indexed in one statement.
-BULK_ROWS = 32
+BULK_ROWS = lexical_index.BULK_ROWS  # batches at least this large: indexed in one statement
 _INSERT_MEMORY = (
     "INSERT INTO memories (memory_id, identifier, fact, importance, tags, created_at, embedding) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -156,17 +155,18 @@ def insert_batches(
     embedders: SpaceEmbedders = (),
     vectors: SpaceRows | None = None,
     tally: Tally | None = None,
+    settle: bool = True,
 ) -> int:
     """Insert ``first`` (already embedded as ``rows``, and in the spaces of ``embedders`` as
     ``vectors``) and every batch of ``rest``, with their vectors in every space; return how
     many memories were inserted. ``tally`` is told as each batch is embedded and inserted.
+    The caller has looked into the word index (``lexical_index.probe``); with ``settle``,
+    a bulk write that at least doubled it merges it (``lexical_index.settle``).
 
     Raises:
         DuplicateMemoryError: a memory_id already exists, or repeats within the call.
         ValidationError: the store refused a row for another constraint.
     """
-    # a damaged index refuses the add, as it refuses search (the CJK one when a fact has grams)
-    lexical_index.probe(connection, ("memories_fts",))
     start: int | None = None  # the largest rowid before the call, once the first batch is in
     count = 0
     batch: list[Memory] | None = first
@@ -181,6 +181,8 @@ def insert_batches(
         batch = next(rest, None)
         rows = rows_of(batch) if batch is not None else []
         vectors = space_rows_of(batch, embedders, tally) if batch is not None else []
+    if settle and start is not None:
+        lexical_index.settle(connection, count, start)
     return count
 
 

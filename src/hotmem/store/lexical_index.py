@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from hotmem.progress import ProgressCallback
 
 __all__ = [
+    "BULK_ROWS",
     "CHECK_CJK_INTEGRITY",
     "TABLES",
     "Table",
@@ -30,6 +31,7 @@ __all__ = [
     "index_grams",
     "probe",
     "rebuild",
+    "settle",
     "varints",
 ]
 
@@ -47,7 +49,11 @@ _INSERT_BY_ID = (
 _INSERT = "INSERT INTO memories_cjk (rowid, grams) VALUES (?, ?)"
 _FACTS = "SELECT rowid, fact FROM memories"
 _FACTS_A_CHUNK = 4096  # facts read at a time (a progress call after each chunk)
+#: A batch of at least this many memories is indexed in one statement (``inserts``).
+BULK_ROWS = 32
 _REBUILD_WORDS = "INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')"
+#: FTS5 merges the segments of an index into one ("optimize").
+_OPTIMIZE = "INSERT INTO {0} ({0}) VALUES ('optimize')"
 #: Looking a term up reads a leaf of each segment of an index, as every search does.
 _PROBE = "SELECT rowid FROM {0} WHERE {0} MATCH '\"hotmem\"' LIMIT 1"
 #: FTS5's own check of the CJK index (a write statement, like the word index's check).
@@ -117,6 +123,24 @@ def rebuild(
     connection.executemany(
         _INSERT, sorted(_expected(connection, progress).items()) if grams is None else grams
     )
+    for table in TABLES:
+        connection.execute(_OPTIMIZE.format(table))
+
+
+def settle(connection: sqlite3.Connection, added: int, before: int) -> None:
+    """After a bulk write of ``added`` memories into a store whose largest rowid was
+    ``before``, merge the word index's segments into one when the write at least doubled it.
+
+    FTS5 flushes a bulk write as segments of about a megabyte each and leaves them at the
+    lowest levels of its index, some of them half merged. Its merges are counted in levels,
+    not sizes: the next few hundred single adds, each a one-page segment, would merge those
+    large segments again and again (hundreds of pages a commit). One merge of the whole index
+    now (``optimize``: about 0.7 µs a memory) leaves one segment at the top level, which small
+    segments reach only once they add up to its size. The condition bounds that merge to about
+    twice the memories this write indexed itself.
+    """
+    if added >= BULK_ROWS and added >= before:
+        connection.execute(_OPTIMIZE.format("memories_fts"))
 
 
 def differences(connection: sqlite3.Connection) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from types import TracebackType
 
 from hotmem.errors import MemoryNotFoundError, ValidationError
 from hotmem.fields import lookup_text
-from hotmem.store import inserts, sqlerrors
+from hotmem.store import inserts, lexical_index, sqlerrors
 from hotmem.store import setup as storage
 from hotmem.store.inserts import ADD_BATCH
 from hotmem.store.options import Accelerator, accelerated, checked_timeout
@@ -38,6 +38,12 @@ _SELECT_MEMORY = "SELECT memory_id, identifier, fact, importance, tags, created_
 
 class MemoryStore(VectorSpaces, Settings, Updates, Upkeep):
     """A HotMem store. Use :func:`open_store` to get one; it is a context manager."""
+
+    #: ``PRAGMA data_version`` inside this connection's last add, once that add had read the
+    #: spaces and looked into the word index: while no other connection commits (and this
+    #: store makes no other write), the value stays and the next add skips both (SQLite
+    #: changes it for every commit of another connection, never for this one's own).
+    _seen_version: int | None = None
 
     def __init__(
         self,
@@ -133,6 +139,7 @@ class MemoryStore(VectorSpaces, Settings, Updates, Upkeep):
     def _writing(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, committed when the block ends, rolled back if it raises."""
         connection = self._connection
+        self._seen_version = None  # any write may change the spaces: the next add reads them
         with sqlerrors.translated(self._path, "write to", self._busy_timeout):
             connection.execute("BEGIN IMMEDIATE")
             try:
@@ -248,13 +255,23 @@ class MemoryStore(VectorSpaces, Settings, Updates, Upkeep):
         embedders = self._last_embedders()  # the spaces read in the last write transaction
         rows = inserts.rows_of(first)  # embed before taking the write lock
         vectors: inserts.SpaceRows | None = inserts.space_rows_of(first, embedders, tally)
+        seen = self._seen_version
         with self._writing() as connection:
-            now = self._write_embedders(connection)
+            version = connection.execute("PRAGMA data_version").fetchone()[0]
+            if version == seen:  # nothing but this connection's adds since the last one's checks
+                now = embedders
+            else:
+                now = self._write_embedders(connection)
+                # a damaged index refuses the add, as it refuses search (the CJK one is
+                # looked into when a fact has grams)
+                lexical_index.probe(connection, ("memories_fts",))
             if [name for name, _ in now] != [name for name, _ in embedders]:
                 vectors = None  # the spaces changed since: embed again, locked
-            return inserts.insert_batches(
+            count = inserts.insert_batches(
                 connection, first, rows, batches, embedders=now, vectors=vectors, tally=tally
             )
+        self._seen_version = version
+        return count
 
     def delete(self, memory_id: str) -> None:
         """Delete one memory.

@@ -226,7 +226,12 @@ class _Merge:
                     rewrites.append((found[0], new, new.fact != found[2]))
         if fresh:
             added = inserts.insert_batches(
-                self.connection, fresh, inserts.rows_of(fresh), iter(()), embedders=self.embedders
+                self.connection,
+                fresh,
+                inserts.rows_of(fresh),
+                iter(()),
+                embedders=self.embedders,
+                settle=False,  # once, for the whole import (_import_items)
             )
             self.count("added", added)
         rewrite(self.connection, rewrites, self.embedders)
@@ -358,9 +363,12 @@ class Updates:
             embedders = self._embedders(connection)  # loaded before the write lock
         with self._writing() as connection:
             embedders = self._embedders(connection, embedders)
+            # a damaged index refuses the import, as it refuses search
+            lexical_index.probe(connection, ("memories_fts",))
             start = connection.execute("SELECT coalesce(max(rowid), 0) FROM memories")
             merge = _Merge(connection, existing, embedders, int(start.fetchone()[0]))
             merge.batch(first)
             for batch in batches:
                 merge.batch(batch)
+            lexical_index.settle(connection, merge.counts.get("added", 0), merge.start)
             return ImportCounts(**merge.counts)
