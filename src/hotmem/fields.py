@@ -192,16 +192,13 @@ def timestamp_or_breach(value: object, *, field: str = "created_at") -> datetime
     """``value`` (an aware datetime, or ISO-8601 text with an offset) as aware UTC, or why not."""
     from datetime import UTC, datetime  # here: a search reads no timestamp
 
-    def given() -> str:  # only once there is a breach to describe (shown() costs)
-        return f"{field}={shown(value)}"
-
     moment = value
     if isinstance(value, str):
         try:
             moment = datetime.fromisoformat(value)
         except ValueError:
             expected = f"{field} as ISO-8601 text such as {_EXAMPLE}"
-            return Breach(expected, given())
+            return Breach(expected, f"{field}={shown(value)}")
     if not isinstance(moment, datetime):
         expected = f"{field} as a datetime or ISO-8601 text such as {_EXAMPLE}"
         return Breach(expected, _found(value))
@@ -209,15 +206,15 @@ def timestamp_or_breach(value: object, *, field: str = "created_at") -> datetime
         offset = moment.utcoffset()
     except (ValueError, TypeError, OverflowError) as exc:  # a tzinfo answering nonsense
         expected = f"{field} with a valid timezone such as {_EXAMPLE}"
-        return Breach(expected, f"{given()} ({exc})")
+        return Breach(expected, f"{field}={shown(value)} ({exc})")
     if offset is None:
         expected = f"{field} with a timezone such as {_EXAMPLE}"
-        return Breach(expected, f"{given()} (no timezone)")
+        return Breach(expected, f"{field}={shown(value)} (no timezone)")
     try:
         return moment.astimezone(UTC)
     except (OverflowError, ValueError):  # 0001-01-01T00:00:00+01:00 is before year 1 in UTC
         expected = f"{field} within years 1..9999 once converted to UTC"
-        return Breach(expected, given())
+        return Breach(expected, f"{field}={shown(value)}")
 
 
 def _created_at(value: object) -> Breach | None:
@@ -227,9 +224,12 @@ def _created_at(value: object) -> Breach | None:
 
 def format_timestamp(moment: datetime) -> str:
     """Canonical UTC text: ``YYYY-MM-DDTHH:MM:SSZ``, with ``.ffffff`` only when non-zero."""
+    # isoformat() omits the microseconds when they are zero, as the canonical form does.
+    text = moment.isoformat()
+    if text.endswith("+00:00"):  # at UTC already (every parsed timestamp is): its own fields
+        return text[:-6] + "Z"
     from datetime import UTC
 
-    # isoformat() omits the microseconds when they are zero, as the canonical form does.
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat() + "Z"
 
 
