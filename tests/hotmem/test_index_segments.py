@@ -14,6 +14,7 @@ import sqlite3
 from pathlib import Path
 
 import hotmem
+from hotmem.store import schema
 
 FACTS = [
     f"{word} report number {k} about {other} and copper kettles"
@@ -103,3 +104,64 @@ def test_a_rebuild_and_a_hydration_leave_one_segment_in_each_index(tmp_path: Pat
     with hotmem.open_store(hydrated) as store:
         assert _ranked(store) == before
         assert store.check_integrity() == ()
+
+
+def _indexing_statements(store: hotmem.MemoryStore, write: object) -> list[str]:
+    seen: list[str] = []
+    store.connection.set_trace_callback(seen.append)
+    try:
+        write()  # type: ignore[operator]
+    finally:
+        store.connection.set_trace_callback(None)
+    return [s for s in seen if s.startswith("INSERT INTO memories_fts (rowid, fact) SELECT")]
+
+
+def test_a_bulk_write_indexes_its_rows_once_at_its_end_whatever_its_batches(
+    tmp_path: Path,
+) -> None:
+    # 7 batches of 40 and a last one of 20, inserted row by row while the trigger is off: the
+    # one statement at the end indexes them all, each once.
+    path = tmp_path / "s.db"
+    with hotmem.open_store(path) as store:
+        statements = _indexing_statements(
+            store, lambda: store.add_stream(_memories(FACTS), batch_size=40)
+        )
+        assert statements == [schema.INDEX_ROWS_AFTER.replace("?", "0")]
+        assert store.check_integrity() == ()
+        for k in (0, 279, 280, 299):  # the first, the last of the bulk batches, the last batch
+            assert hotmem.search_memories(store, f"number {k} ", limit=1)[0].memory_id == (
+                f"m-{k:04d}"
+            )
+
+
+def test_an_import_that_rewrites_stored_memories_between_its_batches_keeps_the_index_sound(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.db"
+    with hotmem.open_store(path) as store:
+        store.add_many(_memories(FACTS[:100]))
+        assert "m-0007" in _budget(store)
+        rewritten = [
+            {**m, "fact": f"rewritten pewter teapot {k}"}
+            for k, m in enumerate(_memories(FACTS[:100]))
+        ]
+        items = (
+            _memories(FACTS[100:200], first=100)
+            + rewritten[:50]
+            + _memories(FACTS[200:], first=200)
+        )
+        statements = _indexing_statements(
+            store, lambda: store.import_stream(items, existing="update", batch_size=40)
+        )
+        assert len(statements) == 1
+        assert store.check_integrity() == ()
+        assert len(store) == 300
+        found = hotmem.search_memories(store, "pewter teapot 7", limit=1)[0]
+        assert (found.memory_id, found.fact) == ("m-0007", "rewritten pewter teapot 7")
+        assert hotmem.search_memories(store, "number 250 ", limit=1)[0].memory_id == "m-0250"
+        # the old fact's words left the index with it
+        assert "m-0007" not in _budget(store)
+
+
+def _budget(store: hotmem.MemoryStore) -> set[str]:
+    return {r.memory_id for r in hotmem.search_memories(store, "budget", limit=300)}

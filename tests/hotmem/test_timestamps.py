@@ -33,7 +33,8 @@ def test_the_canonical_text_of_any_aware_moment(moment: datetime) -> None:
     except OverflowError:  # before year 1 or after 9999 at UTC: refused either way
         return
     assert format_timestamp(moment) == expected
-    assert expected.endswith("Z") and "+" not in expected
+    assert expected.endswith("Z")
+    assert "+" not in expected
 
 
 def test_the_canonical_text_of_fixed_moments() -> None:

@@ -160,9 +160,19 @@ class ImportCounts:
 class _Merge:
     """One import's state inside its write transaction: ``start``, the largest rowid before
     the import (rows past it are the import's own); ``touched``, the stored ids skipped or
-    updated; ``facts``, hashes of the stored (identifier, fact) pairs, read once."""
+    updated; ``facts``, hashes of the stored (identifier, fact) pairs, read once;
+    ``indexing``, the word index's share of the write (indexed once, at the end)."""
 
-    __slots__ = ("connection", "counts", "embedders", "existing", "facts", "start", "touched")
+    __slots__ = (
+        "connection",
+        "counts",
+        "embedders",
+        "existing",
+        "facts",
+        "indexing",
+        "start",
+        "touched",
+    )
 
     def __init__(
         self,
@@ -178,6 +188,7 @@ class _Merge:
         self.touched: set[str] = set()
         self.facts: set[int] | None = None
         self.counts: dict[str, int] = {}
+        self.indexing = inserts.Indexing()
 
     def count(self, name: str, n: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + n
@@ -231,7 +242,7 @@ class _Merge:
                 inserts.rows_of(fresh),
                 iter(()),
                 embedders=self.embedders,
-                settle=False,  # once, for the whole import (_import_items)
+                indexing=self.indexing,  # indexed once, for the whole import (_import_items)
             )
             self.count("added", added)
         rewrite(self.connection, rewrites, self.embedders)
@@ -370,5 +381,6 @@ class Updates:
             merge.batch(first)
             for batch in batches:
                 merge.batch(batch)
+            merge.indexing.finish(connection)
             lexical_index.settle(connection, merge.counts.get("added", 0), merge.start)
             return ImportCounts(**merge.counts)
