@@ -16,6 +16,7 @@ import pytest
 
 import hotmem
 from hotmem import cli
+from hotmem.cli import app
 from tests.processes import default_sigint, run, run_on_terminal
 
 HOTMEM = [sys.executable, "-m", "hotmem"]
@@ -58,6 +59,69 @@ def test_db_and_busy_timeout_before_or_after_the_command(command: str) -> None:
     assert (after.db, after.busy_timeout) == ("b.db", 4.0)
     assert (both.db, both.busy_timeout) == ("b.db", hotmem.BUSY_TIMEOUT)  # the later one wins
     assert (neither.db, neither.busy_timeout) == (None, hotmem.BUSY_TIMEOUT)
+
+
+@pytest.mark.parametrize("command", sorted(ARGUMENTS))
+def test_the_parser_of_one_command_reads_its_lines_as_the_whole_parser_does(
+    command: str,
+) -> None:
+    # main() builds the parser of the command a line names alone (app._parsed)
+    rest = ARGUMENTS[command]
+    for line in (
+        ["--db", "a.db", "--busy-timeout", "3", command, *rest],
+        ["--db=a.db", command, *rest, "--busy-timeout", "4"],
+        [command, *rest],
+    ):
+        assert app._command_named(line) == command
+        assert cli.build_parser(command).parse_args(line) == cli.build_parser().parse_args(line)
+    whole = cli.build_parser()._subparsers._group_actions[0].choices[command]  # type: ignore[union-attr]
+    alone = cli.build_parser(command)._subparsers._group_actions[0].choices[command]  # type: ignore[union-attr]
+    assert alone.format_help() == whole.format_help()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        [],
+        ["--help"],
+        ["--version"],
+        ["serch", "x"],
+        ["--busy", "3", "add"],
+        ["--db"],
+        ["-h", "add"],
+    ],
+)
+def test_a_line_naming_no_command_plainly_is_read_by_the_whole_parser(line: list[str]) -> None:
+    assert app._command_named(line) is None
+
+
+def test_an_error_on_a_line_of_one_command_is_the_whole_parsers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["search", "invoice", "--limt", "3"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.endswith(
+        "hotmem: error: unrecognized arguments: --limt 3; did you mean '--limit'?\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("columns", "expected"), [("120", 120), ("0", None), ("x", None), (None, None)]
+)
+def test_help_is_as_wide_as_shutil_says_the_terminal_is(
+    monkeypatch: pytest.MonkeyPatch, columns: str | None, expected: int | None
+) -> None:
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    monkeypatch.setenv("LINES", "40")  # shutil asks the terminal only for what is missing
+    found = app._terminal_columns()
+    assert found == shutil.get_terminal_size().columns
+    if expected is not None:
+        assert found == expected
 
 
 def test_db_after_the_command_acts_on_that_store(tmp_path: Path) -> None:
