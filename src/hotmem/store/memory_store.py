@@ -15,7 +15,7 @@ from types import TracebackType
 
 from hotmem.errors import MemoryNotFoundError, ValidationError
 from hotmem.fields import lookup_text
-from hotmem.store import inserts, lexical_index, sqlerrors
+from hotmem.store import inserts, sqlerrors
 from hotmem.store import setup as storage
 from hotmem.store.inserts import ADD_BATCH
 from hotmem.store.options import Accelerator, accelerated, checked_timeout
@@ -38,12 +38,6 @@ _SELECT_MEMORY = "SELECT memory_id, identifier, fact, importance, tags, created_
 
 class MemoryStore(VectorSpaces, Settings, Updates, Upkeep):
     """A HotMem store. Use :func:`open_store` to get one; it is a context manager."""
-
-    #: ``PRAGMA data_version`` inside this connection's last add, once that add had read the
-    #: spaces and looked into the word index: while no other connection commits (and this
-    #: store makes no other write), the value stays and the next add skips both (SQLite
-    #: changes it for every commit of another connection, never for this one's own).
-    _seen_version: int | None = None
 
     def __init__(
         self,
@@ -255,16 +249,9 @@ class MemoryStore(VectorSpaces, Settings, Updates, Upkeep):
         embedders = self._last_embedders()  # the spaces read in the last write transaction
         rows = inserts.rows_of(first)  # embed before taking the write lock
         vectors: inserts.SpaceRows | None = inserts.space_rows_of(first, embedders, tally)
-        seen = self._seen_version
+        seen = self._seen_version  # cleared by _writing: read before it
         with self._writing() as connection:
-            version = connection.execute("PRAGMA data_version").fetchone()[0]
-            if version == seen:  # nothing but this connection's adds since the last one's checks
-                now = embedders
-            else:
-                now = self._write_embedders(connection)
-                # a damaged index refuses the add, as it refuses search (the CJK one is
-                # looked into when a fact has grams)
-                lexical_index.probe(connection, ("memories_fts",))
+            now, version = self._add_embedders(connection, seen)
             if [name for name, _ in now] != [name for name, _ in embedders]:
                 vectors = None  # the spaces changed since: embed again, locked
             count = inserts.insert_batches(
