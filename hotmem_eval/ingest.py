@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 import pyarrow as pa
@@ -51,19 +51,10 @@ def ingest(
     progress: hotmem.ProgressCallback | None = None,
 ) -> int:
     """Add every memory of ``corpus`` in one transaction; return how many were added.
-    ``progress`` is called with (memories read, memories) as the store takes them."""
-    records = memory_records(corpus)
-    return store.add_stream(_counted(records, progress) if progress else records)
-
-
-def _counted(
-    records: list[dict[str, object]], progress: hotmem.ProgressCallback
-) -> Iterator[dict[str, object]]:
-    total = len(records)
-    for done, record in enumerate(records, start=1):
-        yield record
-        if done % 256 == 0 or done == total:
-            progress(done, total)
+    ``progress`` is called with (memories added, memories) by the store (``add_stream``): as
+    each space's model finishes a run and each batch is in. The list is handed over whole, so
+    the store checks it a batch of columns at a time."""
+    return store.add_stream(memory_records(corpus), progress=progress)
 
 
 def corpus_digest(corpus: pa.Table) -> str:
@@ -148,7 +139,7 @@ def open_fixture_store(
 ) -> hotmem.MemoryStore:
     """Open a new store at ``path`` with the fixed clock and ingest ``corpus`` into it, with
     the vectors of every space of ``spaces`` (model ids; ``hotmem-hash-v1`` is always built);
-    ``progress`` is called with (memories read, memories).
+    ``progress`` is called with (memories added, memories).
 
     Raises:
         hotmem.MissingExtraError: a space needs an extra that is not installed.

@@ -25,7 +25,7 @@ class Stages:
     """Progress callbacks of a run's stages, each ``(done, total)``; None shows nothing.
 
     Attributes:
-        ingest: memories read into the store (their vectors computed with them).
+        ingest: memories added to the store (their vectors computed with them).
         spaces: memories embedded into a space a kept store lacked.
         search: searches done, over every profile and variant.
         channels: queries of the channel table done.

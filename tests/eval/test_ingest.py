@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import hotmem
 from hotmem_eval.fixtures import load_fixture
 from hotmem_eval.ingest import open_fixture_store, spaces_needed
@@ -36,3 +38,25 @@ def test_a_fixture_store_has_the_spaces_asked_for() -> None:
         assert results == hotmem.search_memories(
             store, query["query"], identifier=query["identifier"], profile="semantic"
         )
+
+
+def test_ingest_with_progress_hands_the_store_its_list_checked_by_columns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import hotmem.models
+
+    fixture = load_fixture(KGH / "corpus.jsonl", KGH / "queries.jsonl")
+    batches: list[int] = []
+    by_columns = hotmem.models.memories_from_mappings
+
+    def spied(batch: list[object], **options: object) -> object:
+        batches.append(len(batch))
+        return by_columns(batch, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hotmem.models, "memories_from_mappings", spied)
+    seen: list[tuple[int, int | None]] = []
+    rows = fixture.corpus.num_rows
+    with open_fixture_store(":memory:", fixture.corpus, progress=lambda d, t: seen.append((d, t))):
+        pass
+    assert sum(batches) == rows  # every record checked a batch of columns at a time
+    assert (seen[0], seen[-1]) == ((0, rows), (rows, rows))

@@ -182,6 +182,16 @@ def test_add_many_into_a_hash_only_store_reports_each_batch(
     assert seen == [(0, 40), (16, 40), (32, 40), (40, 40)]
 
 
+@pytest.mark.parametrize("sized", [True, False])
+def test_add_stream_reports_progress_as_add_many_does(tmp_path: Path, sized: bool) -> None:
+    with hotmem.open_store(tmp_path / "s.db") as store:
+        seen, progress = _recorder()
+        items = list(_memories(40)) if sized else _memories(40)
+        assert store.add_stream(items, batch_size=16, progress=progress) == 40
+    total = 40 if sized else None
+    assert seen == [(0, total), (16, total), (32, total), (40, total)]
+
+
 @pytest.mark.parametrize("threads", [1, 3])
 def test_reindex_reports_forward_to_the_total_with_any_threads(
     tmp_path: Path, reference: dict[str, bytes], threads: int

@@ -204,7 +204,11 @@ class MemoryStore(VectorSpaces, Settings, Updates, Upkeep):
         return added
 
     def add_stream(
-        self, memories: Iterable[Memory | Mapping[str, object]], *, batch_size: int = ADD_BATCH
+        self,
+        memories: Iterable[Memory | Mapping[str, object]],
+        *,
+        batch_size: int = ADD_BATCH,
+        progress: ProgressCallback | None = None,
     ) -> int:
         """Add memories from any iterable in one transaction, all or none; return how many.
 
@@ -213,7 +217,7 @@ class MemoryStore(VectorSpaces, Settings, Updates, Upkeep):
         consumed ``batch_size`` items at a time; from the second batch on, validation and
         embedding run while the store's write lock is held, so other writers wait (up to their
         busy timeout) for a long stream to finish. An exception raised by the iterable rolls
-        the whole stream back.
+        the whole stream back. ``progress`` is called as :meth:`add_many` calls it.
 
         Raises:
             ValidationError: an item is invalid (its position is named), or ``batch_size`` is
@@ -223,7 +227,8 @@ class MemoryStore(VectorSpaces, Settings, Updates, Upkeep):
         """
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValidationError(f"batch_size must be a positive integer; found {batch_size!r}")
-        return self._insert(self._validated(memories, None), batch_size)
+        total = len(memories) if isinstance(memories, Sized) else None
+        return self._insert(self._validated(memories, None), batch_size, progress, total)
 
     def _validated(
         self, items: Iterable[Memory | Mapping[str, object]], keep: list[Memory] | None
