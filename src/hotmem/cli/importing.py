@@ -140,6 +140,11 @@ def _read(
     """The records' validated items; each line number noted in ``lines`` (by position), the
     bytes read so far (of ``size``) shown by ``progress``, or the records read when the size
     is not known (stdin)."""
+    if not progress.enabled:  # no terminal: no position asked of the file a line
+        for record, item in records:
+            lines.append(record.line)
+            yield item
+        return
     tell = getattr(stream, "tell", None) if size is not None else None
     for record, item in records:
         lines.append(record.line)
