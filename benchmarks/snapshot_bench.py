@@ -275,9 +275,10 @@ def _versus_public(args: argparse.Namespace, pycache: Path) -> None:
         before = _compiled_env(Path(args.before_src).resolve(), pycache / "before")
     public_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # its own hotmem
     print(
-        "| memories | operation | implementation | CPU median (s) | peak added (MiB) | runs (s) |"
+        "| memories | operation | implementation | CPU median (s) | wall median (s) "
+        "| peak added (MiB) | runs, CPU (s) |"
     )
-    print("|---:|---|---|---:|---:|---|")
+    print("|---:|---|---|---:|---:|---:|---|")
     for size in args.sizes:
         memories = memories_with_distinct_times(size)
         with tempfile.TemporaryDirectory() as tmp:
@@ -334,11 +335,12 @@ def _versus_public(args: argparse.Namespace, pycache: Path) -> None:
                     found.setdefault((operation, name), []).append(measured)
             for (operation, name), results in found.items():
                 cpus = [cpu for _, _, cpu in results]
+                walls = [wall for _, wall, _ in results]
                 peak = statistics.median(mib for mib, _, _ in results)
                 shown = ", ".join(f"{cpu:.3f}" for cpu in cpus)
                 print(
                     f"| {size:,} | {operation} | {name} | {statistics.median(cpus):.3f} "
-                    f"| {peak:.1f} | {shown} |",
+                    f"| {statistics.median(walls):.3f} | {peak:.1f} | {shown} |",
                     flush=True,
                 )
 
