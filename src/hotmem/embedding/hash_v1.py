@@ -133,7 +133,7 @@ class _WordSlotMap(dict[str, tuple[int, ...]]):
 
     def __missing__(self, word: str) -> tuple[int, ...]:
         padded = f" {word} "
-        slots = tuple(_SLOTS[padded[i : i + 3]] for i in range(len(padded) - 2))
+        slots = tuple([_SLOTS[padded[i : i + 3]] for i in range(len(padded) - 2)])
         if len(self) >= _SLOT_CACHE_LIMIT:
             self.clear()
         self[word] = slots
