@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime  # loaded already: sqlite3 imports it
 
 from hotmem.errors import ValidationError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 if TYPE_CHECKING:
-    from datetime import datetime
     from typing import NamedTuple
 
 __all__ = [
@@ -190,8 +190,6 @@ def _tags(value: object) -> Breach | None:
 
 def timestamp_or_breach(value: object, *, field: str = "created_at") -> datetime | Breach:
     """``value`` (an aware datetime, or ISO-8601 text with an offset) as aware UTC, or why not."""
-    from datetime import UTC, datetime  # here: a search reads no timestamp
-
     moment = value
     if isinstance(value, str):
         try:
@@ -228,8 +226,6 @@ def format_timestamp(moment: datetime) -> str:
     text = moment.isoformat()
     if text.endswith("+00:00"):  # at UTC already (every parsed timestamp is): its own fields
         return text[:-6] + "Z"
-    from datetime import UTC
-
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat() + "Z"
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from datetime import datetime
 
 from hotmem.embedding.hash_v1 import MODEL_NAME, embed_bytes, embed_many_bytes
 from hotmem.embedding.vectors import first_not_unit, vector_breach
@@ -140,8 +141,6 @@ def memory_from_row(row: sqlite3.Row | tuple[Any, ...], target: str) -> Memory:
     Raises:
         StoreError: a value is not what the store writes.
     """
-    from datetime import datetime
-
     from hotmem.models import Memory
 
     memory_id, identifier, fact, importance, tags, created_at = row
