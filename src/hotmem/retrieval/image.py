@@ -257,6 +257,13 @@ def loaded(connection: sqlite3.Connection, target: str) -> SearchIndex | None:
     return index
 
 
+def _crc32(blobs: list[bytes]) -> int:
+    crc = 0
+    for blob in blobs:
+        crc = zlib.crc32(blob, crc)
+    return crc
+
+
 def _scopes(value: object, columns: _Columns | None) -> dict[str, array[int]] | None:
     """Each identifier's positions, from the header's (identifier, count) pairs."""
     if columns is None or not isinstance(value, list):
@@ -286,6 +293,11 @@ def _vectors(
     the change log names no memory since the image, so the memories up to its mark are its
     own, in its order."""
     read, blobs = vectors_upto(connection, index.mark.rowid, rowids=not unchanged)
+    if read is None and _crc32(blobs) != vouched:
+        # Not the image's vectors in the image's order: an image of an index that had appended
+        # a rewritten memory again lists it last, not in rowid order. Read them with their
+        # rowids and place each at its position.
+        read, blobs = vectors_upto(connection, index.mark.rowid)
     if read is not None and read != rowids:
         at = {rowid: i for i, rowid in enumerate(read)}
         joined = b"".join(blobs)
@@ -298,10 +310,9 @@ def _vectors(
         blobs = [bytes(placed)]
     if sum(map(len, blobs)) != VECTOR_BYTES * len(rowids):
         return False
-    crc = 0
-    for blob in blobs:
-        crc = zlib.crc32(blob, crc)
-    if crc != vouched and any(first_not_unit(blob, VECTOR_BYTES) is not None for blob in blobs):
+    if _crc32(blobs) != vouched and any(
+        first_not_unit(blob, VECTOR_BYTES) is not None for blob in blobs
+    ):
         return False  # the image is left: the full load names the memory
     index.append_vectors(blobs)
     return True

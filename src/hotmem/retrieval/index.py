@@ -43,7 +43,7 @@ from hotmem.store import changes
 from hotmem.store.changes import Mark
 from hotmem.store.columns import MemoryColumns, memory_columns
 from hotmem.store.fts import cjk_index_text
-from hotmem.store.image import image_postings
+from hotmem.store.image import image_part, image_postings
 from hotmem.store.lexical_index import TABLES, Table
 
 __all__ = ["Image", "SearchIndex", "SpaceColumn"]
@@ -318,9 +318,14 @@ class SearchIndex:
 
     def _imaged(self, connection: sqlite3.Connection, table: Table, token: str) -> Postings | None:
         """The postings of ``token`` from the store's image of this index, while it has added
-        no memory since (the image's positions are then its own); else ``None``."""
+        no memory since (the image's positions are then its own) and the store still holds
+        that image; else ``None``. Another may have replaced it since: another process's, or
+        an older one of this process written behind its search and finishing late, whose
+        positions are its own index's, not this one's."""
         image = self.image
         if image is None or not image.aligned or len(self.rowids) != image.count:
+            return None
+        if image_part(connection, "header") != image.header:
             return None
         found = image_postings(connection, table, token)
         if found is None or len(found[0]) != len(found[1]) or len(found[0]) % 8:

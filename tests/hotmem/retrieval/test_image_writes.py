@@ -146,3 +146,67 @@ def test_the_image_goes_into_the_store_file_whatever_the_working_directory_becam
     loaded = _imaged(path)
     assert loaded is not None
     assert len(loaded.rowids) == 260
+
+
+def test_postings_come_from_the_image_only_while_the_store_holds_the_one_the_index_knows(
+    tmp_path: Path,
+) -> None:
+    # An image written behind an older search lands after a newer index (here: the full load
+    # that follows a rebuild) wrote its own, of the same count as that newer index: the newer
+    # index must not read the older image's postings as its own (the flaky RefreshingBehind
+    # failure found at stop 41, made deterministic).
+    from hotmem.retrieval.image import encoded
+    from hotmem.retrieval.search import index_of
+
+    path = tmp_path / "s.db"
+    with hotmem.open_store(path) as searcher, hotmem.open_store(path) as other:
+        _fill(other, 0, 120)
+        hotmem.search_memories(searcher, "lunch")  # the older index holds lunch's postings
+        with searcher.reading() as connection:
+            older = image_writes._copied(index_of(searcher, connection))
+        _fill(other, 120, 30)  # more memories with lunch in them
+        other.rebuild_lexical_index()  # every index reloads
+        hotmem.search_memories(searcher, "deploy")  # a new index of 150, its image written
+        with searcher.reading() as connection:
+            newer = index_of(searcher, connection)
+        assert newer.image is not None
+        assert newer.image.count == len(newer.rowids) == 150
+        assert searcher.write_index_image(lambda: encoded(older))  # the older one lands last
+        found = hotmem.search_memories(searcher, "lunch", limit=200)
+        with hotmem.open_store(path) as fresh:
+            assert found == hotmem.search_memories(fresh, "lunch", limit=200)
+        assert any(r.memory_id >= "m0120" for r in found if "lunch" in r.fact)
+
+
+def test_an_image_listing_a_rewritten_memory_last_loads_each_vector_at_its_position(
+    tmp_path: Path,
+) -> None:
+    # A memory rewritten behind the API is killed and appended again by a refresh, so the
+    # image written after lists it last, not in rowid order; while the change log names no
+    # memory since that image, a new index reads the vectors in rowid order: they must go to
+    # their own positions (they went in rowid order: the cosines of a fresh store were wrong).
+    from hotmem.embedding.hash_v1 import embed_bytes
+    from hotmem.retrieval.search import index_of
+
+    path = tmp_path / "s.db"
+    with hotmem.open_store(path) as searcher, hotmem.open_store(path) as other:
+        _fill(other, 0, 40)
+        hotmem.search_memories(searcher, "deploy")  # a full load, its image written
+        with other._writing() as connection:  # behind the API, as a tool would
+            connection.execute(
+                "UPDATE memories SET fact = ?, embedding = ? WHERE memory_id = 'm0000'",
+                ("copper kettle lunch", embed_bytes("copper kettle lunch")),
+            )
+        hotmem.search_memories(searcher, "deploy")  # refreshed: m0000 killed, appended last
+        with searcher.reading() as connection:
+            index = index_of(searcher, connection)
+        image_writes._whole(searcher.write_index_image, index, index)
+        loaded = _imaged(path)
+        assert loaded is not None
+        assert loaded.rowids[-1] == 1  # the image lists it last
+        assert view(loaded) == _fresh_view(path)
+        with hotmem.open_store(path) as fresh:
+            for query in ("copper kettle", "deploy lunch", "invoice"):
+                assert hotmem.search_memories(fresh, query) == hotmem.search_memories(
+                    searcher, query
+                )
