@@ -293,7 +293,8 @@ def _vectors(
     the change log names no memory since the image, so the memories up to its mark are its
     own, in its order."""
     read, blobs = vectors_upto(connection, index.mark.rowid, rowids=not unchanged)
-    if read is None and _crc32(blobs) != vouched:
+    crc = _crc32(blobs) if read is None else None
+    if read is None and crc != vouched:
         # Not the image's vectors in the image's order: an image of an index that had appended
         # a rewritten memory again lists it last, not in rowid order. Read them with their
         # rowids and place each at its position.
@@ -307,12 +308,11 @@ def _vectors(
             if i is not None:
                 source = joined[i * VECTOR_BYTES : (i + 1) * VECTOR_BYTES]
                 placed[position * VECTOR_BYTES : (position + 1) * VECTOR_BYTES] = source
-        blobs = [bytes(placed)]
+        blobs, crc = [bytes(placed)], None
     if sum(map(len, blobs)) != VECTOR_BYTES * len(rowids):
         return False
-    if _crc32(blobs) != vouched and any(
-        first_not_unit(blob, VECTOR_BYTES) is not None for blob in blobs
-    ):
+    crc = _crc32(blobs) if crc is None else crc
+    if crc != vouched and any(first_not_unit(blob, VECTOR_BYTES) is not None for blob in blobs):
         return False  # the image is left: the full load names the memory
     index.append_vectors(blobs)
     return True
