@@ -291,15 +291,16 @@ def _vectors(
     since the image: the refresh kills it); whether they are whole vectors, each finite and
     of unit length (checked unless their CRC-32 is ``vouched``, the image's). ``unchanged``:
     the change log names no memory since the image, so the memories up to its mark are its
-    own, in its order."""
+    own; their vectors in rowid order are the image's when their CRC-32 is the image's, else
+    (an image of an index that had appended a rewritten memory again lists it last) each is
+    placed at its position by its rowid."""
     read, blobs = vectors_upto(connection, index.mark.rowid, rowids=not unchanged)
-    crc = _crc32(blobs) if read is None else None
-    if read is None and crc != vouched:
-        # Not the image's vectors in the image's order: an image of an index that had appended
-        # a rewritten memory again lists it last, not in rowid order. Read them with their
-        # rowids and place each at its position.
+    if read is None:
+        if _crc32(blobs) == vouched and sum(map(len, blobs)) == VECTOR_BYTES * len(rowids):
+            index.append_vectors(blobs)  # the image's vectors, in its order
+            return True
         read, blobs = vectors_upto(connection, index.mark.rowid)
-    if read is not None and read != rowids:
+    if read is not None and read != rowids:  # read is never None here: read with the rowids
         at = {rowid: i for i, rowid in enumerate(read)}
         joined = b"".join(blobs)
         placed = bytearray(VECTOR_BYTES * len(rowids))
@@ -308,11 +309,12 @@ def _vectors(
             if i is not None:
                 source = joined[i * VECTOR_BYTES : (i + 1) * VECTOR_BYTES]
                 placed[position * VECTOR_BYTES : (position + 1) * VECTOR_BYTES] = source
-        blobs, crc = [bytes(placed)], None
+        blobs = [bytes(placed)]
     if sum(map(len, blobs)) != VECTOR_BYTES * len(rowids):
         return False
-    crc = _crc32(blobs) if crc is None else crc
-    if crc != vouched and any(first_not_unit(blob, VECTOR_BYTES) is not None for blob in blobs):
+    if _crc32(blobs) != vouched and any(
+        first_not_unit(blob, VECTOR_BYTES) is not None for blob in blobs
+    ):
         return False  # the image is left: the full load names the memory
     index.append_vectors(blobs)
     return True
