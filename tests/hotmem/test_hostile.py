@@ -264,6 +264,24 @@ def test_an_index_damaged_between_two_adds_of_one_store_refuses_the_second(
         assert len(store) == 4
 
 
+def test_an_index_damaged_through_the_stores_own_connection_refuses_the_next_add(
+    on_disk: Path,
+) -> None:
+    # store.connection is documented for reading, but a write through it changes no
+    # data_version (its own connection's commit): the store counts its connection's changes too.
+    with hotmem.open_store(on_disk) as store:
+        store.add("A copper pot.", identifier="a", memory_id="m-3")
+        store.add("A copper pan.", identifier="a", memory_id="m-4")  # no look: nothing changed
+        store.connection.execute(
+            "UPDATE memories_fts_data SET block = x'00000000ffffffff' || substr(block, 9) "
+            "WHERE id > 10"
+        )
+        store.connection.commit()
+        with pytest.raises(hotmem.StoreError, match="database disk image is malformed"):
+            store.add("A copper lid.", identifier="a", memory_id="m-5")
+        assert len(store) == 4
+
+
 def test_an_index_entry_without_its_memory_is_a_store_error(on_disk: Path) -> None:
     tamper(on_disk, "DROP TRIGGER memories_fts_delete")
     tamper(on_disk, "DELETE FROM memories WHERE memory_id = 'm-1'")

@@ -262,7 +262,7 @@ class MemoryStore(VectorSpaces, Settings, Updates, Upkeep):
             count = inserts.insert_batches(
                 connection, first, rows, batches, embedders=now, vectors=vectors, tally=tally
             )
-        self._seen_version = version
+        self._seen_version = (version, connection.total_changes)
         return count
 
     def delete(self, memory_id: str) -> None:

@@ -34,11 +34,13 @@ class VectorSpaces:
     #: ``(space name, embedder)`` of the spaces but hotmem-hash-v1 that this store's last
     #: write saw (``None``: no write yet); an add embeds in them before taking the write lock.
     _written_embedders: SpaceEmbedders | None = None
-    #: ``PRAGMA data_version`` inside this store's last add, which read the spaces and looked
-    #: into the word index: while no other connection commits (and the store makes no other
-    #: write: ``MemoryStore._writing`` clears it), the value stays and the next add skips
-    #: both (SQLite changes it for each commit of another connection, never for its own).
-    _seen_version: int | None = None
+    #: ``PRAGMA data_version`` and the connection's ``total_changes`` after this store's last
+    #: add, which read the spaces and looked into the word index: while no other connection
+    #: commits, nothing writes through this one (``store.connection``) and the store makes no
+    #: other write (``MemoryStore._writing`` clears it), both stay and the next add skips the
+    #: read and the look (SQLite changes ``data_version`` for each commit of another
+    #: connection, never for its own; ``total_changes`` counts this connection's rows).
+    _seen_version: tuple[int, int] | None = None
 
     if TYPE_CHECKING:  # provided by MemoryStore
 
@@ -113,20 +115,21 @@ class VectorSpaces:
         return self._written_embedders
 
     def _add_embedders(
-        self, connection: sqlite3.Connection, seen: int | None
+        self, connection: sqlite3.Connection, seen: tuple[int, int] | None
     ) -> tuple[SpaceEmbedders, int]:
         """The embedders of the spaces an add writes in, inside its write transaction, and
-        the ``data_version`` to keep once it is in: the last add's while the version is still
-        ``seen`` (that add's), else read again, after a look into the word index, since a
-        damaged index refuses an add as it refuses search (the CJK index is looked into when
-        a fact has grams).
+        the ``data_version`` to keep once it is in: the last add's while the version and the
+        connection's changes are still ``seen`` (after that add), else read again, after a
+        look into the word index, since a damaged index refuses an add as it refuses search
+        (the CJK index is looked into when a fact has grams).
 
         Raises:
             sqlite3.DatabaseError: the word index is damaged (the caller's ``sqlerrors``).
             MissingExtraError, StoreError, EmbedderError: as ``reindex.space_embedders``.
         """
         version = int(connection.execute("PRAGMA data_version").fetchone()[0])
-        if version == seen and self._written_embedders is not None:
+        now = (version, connection.total_changes)
+        if now == seen and self._written_embedders is not None:
             return self._written_embedders, version
         embedders = self._write_embedders(connection)
         lexical_index.probe(connection, ("memories_fts",))
