@@ -39,7 +39,9 @@ operation added (``VmHWM`` minus ``VmRSS`` before). Ours: ``hotmem.hydrate`` int
 ``hotmem.verify_snapshot`` and ``verify_snapshot(digests_only=True)``; the public HotMem:
 ``hotmem.snapshot.hydrate`` into a new ``MemoryDB`` and ``hotmem.snapshot.reader.
 verify_manifest`` (its verify: sizes and SHA-256s of the members); raw SQLite: ``raw_load``
-of our rows (read from the store before the clock starts). ``--before-src`` adds our code at
+of our rows (read from the store before the clock starts); the raw read, a verify's floor:
+``raw_read`` of our package (every member inflated, CRC-checked and hashed, one JSON parse of
+each records member, no value checked). ``--before-src`` adds our code at
 another commit (a ``src`` directory), run with it first on ``PYTHONPATH``.
 
 Figures are local diagnostics for this machine, not guarantees.
@@ -48,6 +50,7 @@ Figures are local diagnostics for this machine, not guarantees.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -155,6 +158,18 @@ def raw_load(rows: list[tuple], path: Path, space_rows: list[tuple] | None = Non
     connection.close()
 
 
+def raw_read(package: Path) -> None:
+    """The floor of a verify that checks every record: every member read whole by
+    ``zipfile`` (which inflates it and checks its CRC-32), its SHA-256, and one
+    ``json.loads`` of each records member's lines as one array; no check of any value."""
+    with zipfile.ZipFile(package) as archive:
+        for name in archive.namelist():
+            data = archive.read(name)
+            hashlib.sha256(data).hexdigest()
+            if name.endswith(".jsonl"):
+                json.loads(b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]")
+
+
 def child_peak(
     operation: str, *paths: Path, env: dict[str, str] | None = None
 ) -> tuple[float, float, float]:
@@ -205,6 +220,8 @@ def run_child(operation: str, paths: list[str]) -> None:
             raise RuntimeError(f"{paths[0]} did not verify")
     elif operation == "raw":
         raw_load(rows, Path(paths[1]))
+    elif operation == "raw-read":
+        raw_read(Path(paths[0]))
     else:
         Path(paths[1]).unlink(missing_ok=True)
         hydrate(paths[0], paths[1])
@@ -302,6 +319,7 @@ def _versus_public(args: argparse.Namespace, pycache: Path) -> None:
                 ("hydrate", "raw SQLite load", ["raw", str(source), str(target)], ours),
                 ("verify", "ours, every record", ["verify", str(package)], ours),
                 ("verify", "ours, --digests-only", ["verify-digests", str(package)], ours),
+                ("verify", "raw: every byte, one JSON parse", ["raw-read", str(package)], ours),
             ]
             if args.before_src:
                 runs.insert(1, ("hydrate", "ours, before", ["hydrate", *runs[0][2][1:]], before))

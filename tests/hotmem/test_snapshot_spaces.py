@@ -280,6 +280,20 @@ def test_hostile_spaces_are_reported(tmp_path: Path, case: str) -> None:
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_digests_only_reports_every_problem_of_a_hostile_space_but_its_vectors_values(
+    tmp_path: Path, case: str
+) -> None:
+    # --digests-only parses no record, so a space's vectors are not matched to records nor
+    # checked for finite unit values: the rest it reports as the full verify does.
+    spaces, options, expected = HOSTILE[case]
+    package = build(tmp_path / "bad.zip", *spaces, **options)
+    report = hotmem.verify_snapshot(package, digests_only=True)
+    of_the_bytes = [(location, check) for location, check in expected if check != "vector"]
+    assert [(p.location, p.check) for p in report.problems] == of_the_bytes
+    assert report.ok == (not of_the_bytes)
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_hydration_refuses_a_hostile_space_and_writes_nothing(tmp_path: Path, case: str) -> None:
     spaces, options, _ = HOSTILE[case]
     package = build(tmp_path / "bad.zip", *spaces, **options)

@@ -14,6 +14,7 @@ import json
 import math
 import struct
 import tracemalloc
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import pytest
 
 import hotmem
 from hotmem.snapshot import format as fmt
+from hotmem.snapshot.verify import DIGEST_BLOCK
 from tests.hotmem.packages import (
     MANIFEST,
     R0,
@@ -351,6 +353,40 @@ def test_every_flipped_byte_is_caught(
         if hotmem.verify_snapshot(bad, digests_only=digests_only).ok:
             missed.append(position)
     assert missed == []
+
+
+def test_digests_only_reads_members_longer_than_its_block(tmp_path: Path) -> None:
+    # --digests-only reads a member a DIGEST_BLOCK at a time (64 KiB): a member of several
+    # blocks, deflated or stored, is checked whole, and a byte flipped past its first block
+    # is caught by its CRC-32 and SHA-256 alike.
+    with hotmem.open_store(tmp_path / "s.db") as store:
+        store.add_many(
+            {"fact": f"Fact {n}: the copper kettle number {n} sits on shelf {n % 97}.",
+             "identifier": "acme", "memory_id": f"m-{n:05d}"}
+            for n in range(1200)
+        )  # fmt: skip
+        store.snapshot(tmp_path / "p.zip")
+    good = tmp_path / "p.zip"
+    vectors = "vectors/000000.f32"
+    with zipfile.ZipFile(good) as archive:
+        sizes = {info.filename: info.file_size for info in archive.infolist()}
+        offset = archive.getinfo(vectors).header_offset
+    assert sizes[vectors] == 1200 * 256 > 4 * DIGEST_BLOCK
+    assert sizes["records/000000.jsonl"] > DIGEST_BLOCK
+    full, quick = hotmem.verify_snapshot(good), hotmem.verify_snapshot(good, digests_only=True)
+    assert quick.ok
+    assert full.ok
+    assert (quick.record_count, quick.content_digest) == (1200, full.content_digest)
+    data = bytearray(good.read_bytes())
+    data[offset + 30 + len(vectors) + 3 * DIGEST_BLOCK + 5] ^= 0x01  # a stored member's byte
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(bytes(data))
+    report = hotmem.verify_snapshot(bad, digests_only=True)
+    assert [(p.location, p.check) for p in report.problems] == [
+        (vectors, "crc32"),
+        (vectors, "sha256"),
+        ("manifest.json", "content-digest"),
+    ]
 
 
 @pytest.mark.parametrize("keep", [0, 1, 21, 22, 100, -1, -21, -22, -23])

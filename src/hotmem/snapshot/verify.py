@@ -36,7 +36,24 @@ class DigestsReader(PackageReader):
     SHA-256 against the manifest, and the content digest. Weaker than the full reader: a
     package whose digests match but whose records break the store's rules (or whose ids do not
     ascend, or whose vectors are not finite or not one per record) passes. ``chunks`` yields
-    nothing; ``record_count`` counts what the manifest declares for the members read."""
+    nothing; ``record_count`` counts what the manifest declares for the members read.
+
+    Every member streams in blocks of ``DIGEST_BLOCK`` bytes, each dropped as it passes."""
+
+    def _digested(
+        self, meta: MemberMeta, entry: CentralEntry | None, digests: dict[str, str], limit: int
+    ) -> bool:
+        """Read the member through, its CRC-32 and SHA-256 computed; whether it was whole."""
+        if entry is None:  # already reported missing
+            return False
+        stream = MemberStream(self._file, entry, limit, block=DIGEST_BLOCK)
+        for _ in stream:  # inflated, its CRC-32 and SHA-256 computed, and dropped
+            pass
+        self._extend(stream.problems)
+        if not stream.complete or stream.sha256 is None:
+            return False
+        self._matched(meta, entry.size, stream.sha256, digests)
+        return True
 
     def _records(
         self,
@@ -45,16 +62,36 @@ class DigestsReader(PackageReader):
         digests: dict[str, str],
         keep: Keep | None,
     ) -> ChunkRecords | None:
-        if entry is None:  # already reported missing
-            return None
-        stream = MemberStream(self._file, entry, fmt.MAX_MEMBER_BYTES)
-        for _ in stream:  # inflated, its CRC-32 and SHA-256 computed, and dropped
-            pass
-        self._extend(stream.problems)
-        if stream.complete and stream.sha256 is not None:
-            self._matched(meta, entry.size, stream.sha256, digests)
+        if self._digested(meta, entry, digests, fmt.MAX_MEMBER_BYTES):
             self._record_count += meta.records
         return None  # no record parsed: no chunk to check or yield
+
+    def _accept(
+        self, meta: MemberMeta, entry: CentralEntry | None, digests: dict[str, str], limit: int
+    ) -> bytes | None:
+        self._digested(meta, entry, digests, limit)
+        return None  # not kept: no chunk is checked
+
+    def _space_member(
+        self,
+        meta: MemberMeta,
+        entry: CentralEntry | None,
+        digests: dict[str, str],
+        limit: int,
+        decoded: ChunkRecords | None,
+        width: int,
+        *,
+        keep: bool,
+    ) -> bytes:
+        self._digested(meta, entry, digests, limit)
+        return b""  # its vectors are not scanned: no record to match them to
+
+
+#: The bytes a ``--digests-only`` pass reads, and inflates, at a time: blocks this small are
+#: taken from memory the process has already used, where a block of a megabyte is new memory
+#: each time, its pages faulted in one by one (a third of the pass over 10,000 records:
+#: docs/benchmarks.md).
+DIGEST_BLOCK = 2**16
 
 
 def _ids_and_facts(columns: list[Column]) -> list[Column]:
