@@ -323,9 +323,11 @@ def _versus_public(args: argparse.Namespace, pycache: Path) -> None:
             ]
             if args.before_src:
                 runs.insert(1, ("hydrate", "ours, before", ["hydrate", *runs[0][2][1:]], before))
+                digests = ["verify-digests", str(package)]
                 runs.append(
                     ("verify", "ours, before, every record", ["verify", str(package)], before)
                 )
+                runs.append(("verify", "ours, before, --digests-only", digests, before))
             runs += [
                 (
                     "hydrate",
