@@ -89,7 +89,7 @@ class DigestsReader(PackageReader):
 
 #: The bytes a ``--digests-only`` pass reads, and inflates, at a time: blocks this small are
 #: taken from memory the process has already used, where a block of a megabyte is new memory
-#: each time, its pages faulted in one by one (a third of the pass over 10,000 records:
+#: each time, its pages faulted in one by one (a quarter of the pass over 10,000 records:
 #: docs/benchmarks.md).
 DIGEST_BLOCK = 2**16
 
