@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 import struct
+import unicodedata
 
 import pytest
 from hypothesis import example, given
@@ -25,10 +26,19 @@ from hotmem.embedding.hash_v1 import (
 )
 
 
+def reference_normalise(text: str) -> str:
+    """Step 1 of docs/embedding.md, written as plainly as possible."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    kept = "".join(c if unicodedata.category(c)[0] in "LMN" else " " for c in folded)
+    return " ".join(part for part in kept.split(" ") if part)
+
+
 def reference_embed(text: str) -> tuple[float, ...]:
     """The rule of docs/embedding.md, written as plainly as possible."""
     counts = [0] * DIMENSION
-    for gram in trigrams(text):
+    padded = f" {reference_normalise(text)} "
+    grams = [padded[i : i + 3] for i in range(len(padded) - 2)] if padded.strip() else []
+    for gram in grams:
         h = int.from_bytes(hashlib.blake2b(gram.encode("utf-8"), digest_size=8).digest(), "little")
         counts[h % 64] += -1 if (h >> 6) & 1 else 1
     norm = math.sqrt(sum(c * c for c in counts))
@@ -57,6 +67,20 @@ def test_model_constants() -> None:
 )
 def test_normalise_text(text: str, expected: str) -> None:
     assert normalise_text(text) == expected
+    assert reference_normalise(text) == expected
+
+
+@given(st.text(max_size=80) | st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
+def test_normalise_text_follows_the_rule(text: str) -> None:
+    assert normalise_text(text) == reference_normalise(text)
+
+
+def test_every_ascii_character_is_normalised_as_the_rule_says() -> None:
+    """ASCII text takes a table of its own (one bytes.translate): it must agree with the rule
+    for each of the 128 code points, between letters and alone."""
+    for code in range(128):
+        for text in (chr(code), f"a{chr(code)}b", f"{chr(code)} Z{chr(code)}"):
+            assert normalise_text(text) == reference_normalise(text), hex(code)
 
 
 def test_trigrams_pad_with_spaces_and_keep_repeats() -> None:
@@ -151,6 +175,25 @@ def test_the_numpy_batch_embedding_is_bit_identical_to_one_at_a_time(texts: list
     one_at_a_time = [embed_bytes(text) for text in texts]
     assert _embed_many_numpy(texts, numpy) == one_at_a_time
     assert embed_many_bytes(texts) == one_at_a_time  # numpy imported: the batch path
+
+
+@pytest.mark.parametrize("length", [32765, 32766, 32767, 32768, 32769, 40000])
+@pytest.mark.parametrize("unit", ["a", "ab ", "東 "])
+def test_texts_near_and_past_2_to_the_15_trigrams_embed_by_the_rule(unit: str, length: int) -> None:
+    """Counts are summed in 16-bit fields below 2**15 trigrams, one by one from there: one
+    bucket of "aaaa..." counts every trigram but two, the most a field can be asked to hold."""
+    text = (unit * length)[:length]
+    assert embed(text) == reference_embed(text)
+
+
+def test_the_word_cache_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hotmem.embedding import hash_v1
+
+    monkeypatch.setattr(hash_v1, "_KEY_CACHE_LIMIT", 8)
+    monkeypatch.setattr(hash_v1, "_KEY_FIELDS", hash_v1._KeyFieldMap())
+    texts = [f"w{i} x{i} y{i}" for i in range(20)]
+    assert [embed(text) for text in texts] == [reference_embed(text) for text in texts]
+    assert 0 < len(hash_v1._KEY_FIELDS) <= 8
 
 
 def test_no_letter_mark_or_number_is_whitespace_to_str_split() -> None:

@@ -24,8 +24,8 @@ import struct
 import sys
 import unicodedata
 from collections.abc import Sequence
-from itertools import chain, pairwise, repeat
-from operator import mul, sub, truediv
+from itertools import chain, islice, pairwise, repeat
+from operator import add, itemgetter, mul, sub, truediv
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
 if TYPE_CHECKING:
@@ -104,13 +104,27 @@ _ZERO = (0.0,) * DIMENSION
 _ZERO_BYTES = bytes(4 * DIMENSION)
 
 
-def normalise_text(text: str) -> str:
-    """Return ``text`` normalised as step 1 of the embedding rule describes."""
+# ASCII text is its own NFKC and casefolds as str.lower(): its letters and digits are kept
+# (upper case lowered), every other byte becomes a space, in one bytes.translate.
+_ASCII_SEPARATORS = bytes(
+    (c | 0x20 if chr(c).isalpha() else c) if chr(c).isalnum() else 0x20 for c in range(128)
+) + bytes(128)
+
+
+def _words(text: str) -> list[str]:
+    """The words of ``text`` normalised (step 1 of the rule), without the spaces between them."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_SEPARATORS).decode("ascii").split()
     folded = unicodedata.normalize("NFKC", text).casefold()
     # Every character str.split() takes for whitespace is a separator, mapped to a space
     # (no letter, mark or number is whitespace: tests/hotmem/test_embed.py checks every code
     # point), so split() splits on those spaces alone, and drops the empty parts.
-    return " ".join(folded.translate(_SEPARATORS).split())
+    return folded.translate(_SEPARATORS).split()
+
+
+def normalise_text(text: str) -> str:
+    """Return ``text`` normalised as step 1 of the embedding rule describes."""
+    return " ".join(_words(text))
 
 
 def trigrams(text: str) -> list[str]:
@@ -129,7 +143,8 @@ def bucket_and_sign(trigram: str) -> tuple[int, int]:
 
 
 class _WordSlotMap(dict[str, tuple[int, ...]]):
-    """word -> signed slots of the trigrams of ``" word "``, filled lazily and bounded."""
+    """word -> signed slots of the trigrams of ``" word "``, filled lazily and bounded (the
+    numpy batch path's; one text at a time sums ``_KEY_FIELDS``)."""
 
     def __missing__(self, word: str) -> tuple[int, ...]:
         padded = f" {word} "
@@ -158,26 +173,77 @@ class _BoundarySlotMap(dict[str, int]):
 _BOUNDARY_SLOTS = _BoundarySlotMap()
 
 
-def _counts(text: str) -> tuple[list[int], float] | None:
+# The signed counts of a text's buckets are summed as one integer of 64 fields of
+# ``_FIELD_BITS`` bits, field ``b`` holding ``count[b] + 2**15`` (``_BIAS``): a text of fewer
+# than 2**15 trigrams cannot overflow a field, so one XOR of the top bits reads the fields back
+# as two's-complement int16 (``_FIELDS``).
+_FIELD_BITS = 16
+_FIELD_LIMIT = 1 << (_FIELD_BITS - 1)
+_BIAS = sum(_FIELD_LIMIT << (bucket * _FIELD_BITS) for bucket in range(DIMENSION))
+_FIELDS = struct.Struct(f"<{DIMENSION}h")
+_FIELDS_BYTES = DIMENSION * _FIELD_BITS // 8
+
+
+def _slot_field(slot: int) -> int:
+    """A signed slot as the integer that adds its sign to its bucket's field."""
+    if slot >= DIMENSION:
+        return -(1 << ((slot - DIMENSION) * _FIELD_BITS))
+    return 1 << (slot * _FIELD_BITS)
+
+
+class _KeyFieldMap(dict[str, int]):
+    """key -> the fields of its trigrams, filled lazily and bounded.
+
+    A text's key for each word is the word followed by the first letter of the next word, or by
+    a space for the last word (a word holds no space, so keys are unambiguous): its trigrams are
+    those of ``" word "`` and, before a next word, the boundary ``"d n"`` (last letter, space,
+    first letter). The trigrams of ``" w1 w2 ... "`` are exactly those of every key.
+    """
+
+    def __missing__(self, key: str) -> int:
+        word, following = key[:-1], key[-1]
+        padded = f" {word} "
+        grams = [padded[i : i + 3] for i in range(len(padded) - 2)]
+        if following != " ":
+            grams.append(f"{word[-1]} {following}")
+        fields = sum([_slot_field(_SLOTS[gram]) for gram in grams])
+        if len(self) >= _KEY_CACHE_LIMIT:
+            self.clear()
+        self[key] = fields
+        return fields
+
+
+_KEY_FIELDS = _KeyFieldMap()
+# About 250 bytes an entry (the key and an integer of 1,024 bits): at most about 32 MB.
+_KEY_CACHE_LIMIT = 1 << 17
+_first = itemgetter(0)
+
+
+def _counts(text: str) -> tuple[Sequence[int], float] | None:
     """The signed count of each bucket of ``text``'s trigrams and their L2 norm (``None`` for
     the zero vector): the vector is ``count / norm`` each, rounded to float32."""
-    normalised = normalise_text(text)
-    if not normalised:
+    words = _words(text)
+    if not words:
         return None
-    # The trigrams of " w1 w2 ... " are those of each " w " plus one "x y" per word boundary
-    # (last letter, space, first letter): word-level caching keeps slicing off the hot path.
-    words = normalised.split(" ")
-    signed = [0] * (2 * DIMENSION)
-    for word in words:
-        for slot in _WORD_SLOTS[word]:
-            signed[slot] += 1
-    for left, right in pairwise(words):
-        signed[_BOUNDARY_SLOTS[left[-1] + right[0]]] += 1
-    counts = list(map(sub, signed[:DIMENSION], signed[DIMENSION:]))
+    if len(words) + sum(map(len, words)) > _FIELD_LIMIT:  # as many trigrams (plus one)
+        counts: Sequence[int] = _counted_one_by_one(words)
+    else:
+        keys = map(add, words, chain(map(_first, islice(words, 1, None)), (" ",)))
+        fields = sum(map(_KEY_FIELDS.__getitem__, keys), _BIAS)
+        counts = _FIELDS.unpack((fields ^ _BIAS).to_bytes(_FIELDS_BYTES, "little"))
     squared = sum(map(mul, counts, counts))
     if not squared:
         return None
     return counts, math.sqrt(squared)
+
+
+def _counted_one_by_one(words: list[str]) -> list[int]:
+    """The signed counts of a text too long for the fields (2**15 trigrams or more)."""
+    padded = f" {' '.join(words)} "
+    signed = [0] * (2 * DIMENSION)
+    for i in range(len(padded) - 2):
+        signed[_SLOTS[padded[i : i + 3]]] += 1
+    return list(map(sub, signed[:DIMENSION], signed[DIMENSION:]))
 
 
 def embed(text: str) -> tuple[float, ...]:
@@ -241,10 +307,9 @@ def _embed_many_numpy(texts: Sequence[str], np: Any) -> list[bytes]:
     lengths: list[int] = []
     words_of = _WORD_SLOTS.__getitem__
     for text in texts:
-        normalised = normalise_text(text)
+        words = _words(text)
         before = len(slots)
-        if normalised:
-            words = normalised.split(" ")
+        if words:
             slots.extend(chain.from_iterable(map(words_of, words)))
             slots.extend([_BOUNDARY_SLOTS[left[-1] + right[0]] for left, right in pairwise(words)])
         lengths.append(len(slots) - before)
