@@ -186,14 +186,14 @@ def test_texts_near_and_past_2_to_the_15_trigrams_embed_by_the_rule(unit: str, l
     assert embed(text) == reference_embed(text)
 
 
-def test_the_word_cache_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_word_fields_cache_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     from hotmem.embedding import hash_v1
 
-    monkeypatch.setattr(hash_v1, "_KEY_CACHE_LIMIT", 8)
-    monkeypatch.setattr(hash_v1, "_KEY_FIELDS", hash_v1._KeyFieldMap())
+    monkeypatch.setattr(hash_v1, "_FIELD_CACHE_LIMIT", 8)
+    monkeypatch.setattr(hash_v1, "_WORD_FIELDS", hash_v1._WordFieldMap())
     texts = [f"w{i} x{i} y{i}" for i in range(20)]
     assert [embed(text) for text in texts] == [reference_embed(text) for text in texts]
-    assert 0 < len(hash_v1._KEY_FIELDS) <= 8
+    assert 0 < len(hash_v1._WORD_FIELDS) <= 8
 
 
 def test_no_letter_mark_or_number_is_whitespace_to_str_split() -> None:

@@ -144,7 +144,7 @@ def bucket_and_sign(trigram: str) -> tuple[int, int]:
 
 class _WordSlotMap(dict[str, tuple[int, ...]]):
     """word -> signed slots of the trigrams of ``" word "``, filled lazily and bounded (the
-    numpy batch path's; one text at a time sums ``_KEY_FIELDS``)."""
+    numpy batch path's; one text at a time sums ``_WORD_FIELDS``)."""
 
     def __missing__(self, word: str) -> tuple[int, ...]:
         padded = f" {word} "
@@ -191,45 +191,59 @@ def _slot_field(slot: int) -> int:
     return 1 << (slot * _FIELD_BITS)
 
 
-class _KeyFieldMap(dict[str, int]):
-    """key -> the fields of its trigrams, filled lazily and bounded.
+# One integer a signed slot, shared by every boundary that hashes to it.
+_SLOT_FIELDS = tuple(map(_slot_field, range(2 * DIMENSION)))
 
-    A text's key for each word is the word followed by the first letter of the next word, or by
-    a space for the last word (a word holds no space, so keys are unambiguous): its trigrams are
-    those of ``" word "`` and, before a next word, the boundary ``"d n"`` (last letter, space,
-    first letter). The trigrams of ``" w1 w2 ... "`` are exactly those of every key.
-    """
 
-    def __missing__(self, key: str) -> int:
-        word, following = key[:-1], key[-1]
+class _WordFieldMap(dict[str, int]):
+    """word -> the fields of the trigrams of ``" word "``, filled lazily and bounded."""
+
+    def __missing__(self, word: str) -> int:
         padded = f" {word} "
-        grams = [padded[i : i + 3] for i in range(len(padded) - 2)]
-        if following != " ":
-            grams.append(f"{word[-1]} {following}")
-        fields = sum([_slot_field(_SLOTS[gram]) for gram in grams])
-        if len(self) >= _KEY_CACHE_LIMIT:
+        fields = sum([_SLOT_FIELDS[_SLOTS[padded[i : i + 3]]] for i in range(len(padded) - 2)])
+        if len(self) >= _FIELD_CACHE_LIMIT:
             self.clear()
-        self[key] = fields
+        self[word] = fields
         return fields
 
 
-_KEY_FIELDS = _KeyFieldMap()
-# About 250 bytes an entry (the key and an integer of 1,024 bits): at most about 32 MB.
-_KEY_CACHE_LIMIT = 1 << 17
+class _BoundaryFieldMap(dict[str, int]):
+    """``last + first`` (the last letter of a word and the first of the next) -> the field of
+    the trigram ``"last first"`` across their space, filled lazily and bounded."""
+
+    def __missing__(self, pair: str) -> int:
+        field = _SLOT_FIELDS[_SLOTS[f"{pair[0]} {pair[1]}"]]
+        if len(self) >= _SLOT_CACHE_LIMIT:
+            self.clear()
+        self[pair] = field
+        return field
+
+
+_WORD_FIELDS = _WordFieldMap()
+_BOUNDARY_FIELDS = _BoundaryFieldMap()
+# An entry holds an integer of 1,024 bits (about 250 bytes with its word): at most about 16 MB.
+_FIELD_CACHE_LIMIT = 1 << 16
 _first = itemgetter(0)
+_last = itemgetter(-1)
 
 
 def _counts(text: str) -> tuple[Sequence[int], float] | None:
     """The signed count of each bucket of ``text``'s trigrams and their L2 norm (``None`` for
-    the zero vector): the vector is ``count / norm`` each, rounded to float32."""
+    the zero vector): the vector is ``count / norm`` each, rounded to float32.
+
+    The trigrams of ``" w1 w2 ... "`` are those of each ``" w "`` and one ``"x y"`` a word
+    boundary (last letter, space, first letter): caching both keeps slicing off the hot path.
+    """
     words = _words(text)
     if not words:
         return None
     if len(words) + sum(map(len, words)) > _FIELD_LIMIT:  # as many trigrams (plus one)
         counts: Sequence[int] = _counted_one_by_one(words)
     else:
-        keys = map(add, words, chain(map(_first, islice(words, 1, None)), (" ",)))
-        fields = sum(map(_KEY_FIELDS.__getitem__, keys), _BIAS)
+        fields = sum(map(_WORD_FIELDS.__getitem__, words), _BIAS)
+        if len(words) > 1:
+            pairs = map(add, map(_last, words), map(_first, islice(words, 1, None)))
+            fields = sum(map(_BOUNDARY_FIELDS.__getitem__, pairs), fields)
         counts = _FIELDS.unpack((fields ^ _BIAS).to_bytes(_FIELDS_BYTES, "little"))
     squared = sum(map(mul, counts, counts))
     if not squared:
