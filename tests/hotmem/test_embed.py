@@ -180,8 +180,9 @@ def test_the_numpy_batch_embedding_is_bit_identical_to_one_at_a_time(texts: list
 @pytest.mark.parametrize("length", [32765, 32766, 32767, 32768, 32769, 40000])
 @pytest.mark.parametrize("unit", ["a", "ab ", "東 "])
 def test_texts_near_and_past_2_to_the_15_trigrams_embed_by_the_rule(unit: str, length: int) -> None:
-    """Counts are summed in 16-bit fields below 2**15 trigrams, one by one from there: one
-    bucket of "aaaa..." counts every trigram but two, the most a field can be asked to hold."""
+    """Counts are summed in 16-bit fields below 2**15 trigrams, one by one from there. In
+    "aaaa..." one bucket counts all but two of the trigrams: up to 32,765 in a field that holds
+    -32,768 to 32,767 (and 40,000 fails without the guard)."""
     text = (unit * length)[:length]
     assert embed(text) == reference_embed(text)
 
