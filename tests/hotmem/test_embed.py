@@ -167,7 +167,8 @@ TEXTS = st.one_of(
 @example(["same words", "same words", "same  WORDS"])
 @example(["word " * 2000])
 @example(["a"] * 1100)  # more texts than one numpy group
-@example(["invoice approvals " * 300] * 30)  # more slots than one numpy group
+@example(["invoice approvals " * 300] * 30)  # long texts, many of them
+@example(["x", "a" * 40000, "", "b" * 32767, "y z"])  # too long for the fields: embedded alone
 def test_the_numpy_batch_embedding_is_bit_identical_to_one_at_a_time(texts: list[str]) -> None:
     numpy = pytest.importorskip("numpy")
     from hotmem.embedding.hash_v1 import _embed_many_numpy

@@ -24,7 +24,7 @@ import struct
 import sys
 import unicodedata
 from collections.abc import Sequence
-from itertools import chain, islice, pairwise, repeat
+from itertools import islice, repeat
 from operator import add, itemgetter, mul, sub, truediv
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hotmem.records)
@@ -142,37 +142,6 @@ def bucket_and_sign(trigram: str) -> tuple[int, int]:
     return (slot - DIMENSION, -1) if slot >= DIMENSION else (slot, 1)
 
 
-class _WordSlotMap(dict[str, tuple[int, ...]]):
-    """word -> signed slots of the trigrams of ``" word "``, filled lazily and bounded (the
-    numpy batch path's; one text at a time sums ``_WORD_FIELDS``)."""
-
-    def __missing__(self, word: str) -> tuple[int, ...]:
-        padded = f" {word} "
-        slots = tuple([_SLOTS[padded[i : i + 3]] for i in range(len(padded) - 2)])
-        if len(self) >= _SLOT_CACHE_LIMIT:
-            self.clear()
-        self[word] = slots
-        return slots
-
-
-_WORD_SLOTS = _WordSlotMap()
-
-
-class _BoundarySlotMap(dict[str, int]):
-    """``last + first`` (the last letter of a word and the first of the next) -> the signed
-    slot of the trigram ``"last first"`` across their space, filled lazily and bounded."""
-
-    def __missing__(self, pair: str) -> int:
-        slot = _SLOTS[f"{pair[0]} {pair[1]}"]
-        if len(self) >= _SLOT_CACHE_LIMIT:
-            self.clear()
-        self[pair] = slot
-        return slot
-
-
-_BOUNDARY_SLOTS = _BoundarySlotMap()
-
-
 # The signed counts of a text's buckets are summed as one integer of 64 fields of
 # ``_FIELD_BITS`` bits, field ``b`` holding ``count[b] + 2**15`` (``_BIAS``): a text of fewer
 # than 2**15 trigrams cannot overflow a field, so one XOR of the top bits reads the fields back
@@ -227,24 +196,33 @@ _first = itemgetter(0)
 _last = itemgetter(-1)
 
 
-def _counts(text: str) -> tuple[Sequence[int], float] | None:
-    """The signed count of each bucket of ``text``'s trigrams and their L2 norm (``None`` for
-    the zero vector): the vector is ``count / norm`` each, rounded to float32.
+def _fields(words: list[str]) -> int | None:
+    """The signed counts of the trigrams of ``words`` as 64 two's-complement int16 fields
+    (``_FIELDS``), or ``None`` for a text of 2**15 trigrams or more, which could overflow one.
 
     The trigrams of ``" w1 w2 ... "`` are those of each ``" w "`` and one ``"x y"`` a word
     boundary (last letter, space, first letter): caching both keeps slicing off the hot path.
     """
+    if len(words) + sum(map(len, words)) > _FIELD_LIMIT:  # as many trigrams (plus one)
+        return None
+    fields = sum(map(_WORD_FIELDS.__getitem__, words), _BIAS)
+    if len(words) > 1:
+        pairs = map(add, map(_last, words), map(_first, islice(words, 1, None)))
+        fields = sum(map(_BOUNDARY_FIELDS.__getitem__, pairs), fields)
+    return fields ^ _BIAS
+
+
+def _counts(text: str) -> tuple[Sequence[int], float] | None:
+    """The signed count of each bucket of ``text``'s trigrams and their L2 norm (``None`` for
+    the zero vector): the vector is ``count / norm`` each, rounded to float32."""
     words = _words(text)
     if not words:
         return None
-    if len(words) + sum(map(len, words)) > _FIELD_LIMIT:  # as many trigrams (plus one)
+    fields = _fields(words)
+    if fields is None:
         counts: Sequence[int] = _counted_one_by_one(words)
     else:
-        fields = sum(map(_WORD_FIELDS.__getitem__, words), _BIAS)
-        if len(words) > 1:
-            pairs = map(add, map(_last, words), map(_first, islice(words, 1, None)))
-            fields = sum(map(_BOUNDARY_FIELDS.__getitem__, pairs), fields)
-        counts = _FIELDS.unpack((fields ^ _BIAS).to_bytes(_FIELDS_BYTES, "little"))
+        counts = _FIELDS.unpack(fields.to_bytes(_FIELDS_BYTES, "little"))
     squared = sum(map(mul, counts, counts))
     if not squared:
         return None
@@ -294,7 +272,7 @@ def embed_bytes(text: str) -> bytes:
 
 def embed_many_bytes(texts: Sequence[str]) -> list[bytes]:
     """``embed_bytes`` of each text, in order. Once numpy (the ``fast`` extra) is imported in
-    the process, the batch is counted and normalised at once: the same bytes, bit for bit
+    the process, the batch's counts are normalised at once: the same bytes, bit for bit
     (``tests/hotmem/test_embed.py`` proves it over random texts); otherwise :func:`embed_bytes`
     one text at a time. numpy is never imported for this: its import costs about 20 MB of
     memory and what its batch embedding saves on tens of thousands of facts."""
@@ -304,49 +282,44 @@ def embed_many_bytes(texts: Sequence[str]) -> list[bytes]:
     return list(map(embed_bytes, texts))
 
 
-# The numpy path counts at most this many texts, or this many slots, at a time (a few MB of
-# arrays, whatever the batch).
+# The numpy path finishes this many texts at a time (under a megabyte of arrays, whatever the
+# batch).
 _GROUP_TEXTS = 1024
-_GROUP_SLOTS = 1 << 16
+_ZERO_FIELDS = bytes(_FIELDS_BYTES)
 
 
 def _embed_many_numpy(texts: Sequence[str], np: Any) -> list[bytes]:
-    """:func:`embed` of a batch, with numpy for the counts and the arithmetic.
+    """:func:`embed` of a batch, with numpy for the arithmetic.
 
-    The signed slots of the texts go into one flat list (the cached slots of each word, then
-    those of its word boundaries), counted a group of texts at a time by one ``bincount``
-    (``_counted``)."""
+    Each text's counts are summed as :func:`embed_bytes` sums them (``_fields``), a group of
+    texts at a time, then squared, summed, rooted and divided at once (``_finished``); a text
+    too long for the fields is embedded on its own."""
     vectors: list[bytes] = []
-    slots: list[int] = []
-    lengths: list[int] = []
-    words_of = _WORD_SLOTS.__getitem__
-    for text in texts:
-        words = _words(text)
-        before = len(slots)
-        if words:
-            slots.extend(chain.from_iterable(map(words_of, words)))
-            slots.extend([_BOUNDARY_SLOTS[left[-1] + right[0]] for left, right in pairwise(words)])
-        lengths.append(len(slots) - before)
-        if len(lengths) >= _GROUP_TEXTS or len(slots) >= _GROUP_SLOTS:
-            vectors += _counted(slots, lengths, np)
-            slots, lengths = [], []
-    if lengths:
-        vectors += _counted(slots, lengths, np)
+    for start in range(0, len(texts), _GROUP_TEXTS):
+        group = texts[start : start + _GROUP_TEXTS]
+        fields: list[bytes] = []
+        alone: list[int] = []
+        for position, text in enumerate(group):
+            words = _words(text)
+            counted = _fields(words) if words else 0
+            if counted is None:
+                alone.append(position)
+                counted = 0
+            fields.append(counted.to_bytes(_FIELDS_BYTES, "little") if counted else _ZERO_FIELDS)
+        finished = _finished(b"".join(fields), np)
+        for position in alone:
+            finished[position] = embed_bytes(group[position])
+        vectors += finished
     return vectors
 
 
-def _counted(slots: list[int], lengths: list[int], np: Any) -> list[bytes]:
-    """The packed vectors of a group of texts, ``lengths[k]`` of the ``slots`` being text k's.
+def _finished(fields: bytes, np: Any) -> list[bytes]:
+    """The packed vectors of a group of texts, from their int16 fields.
 
     :func:`embed`'s arithmetic on the same values: integer counts and sums of squares (exact),
     one correctly rounded square root and division in double precision, then one rounding to
     float32 (``astype``, as ``embed_bytes``' packing), so every vector has the same bits."""
-    count = len(lengths)
-    width = 2 * DIMENSION
-    owners = np.repeat(np.arange(count, dtype=np.int64) * width, lengths)
-    flat = owners + np.array(slots, dtype=np.int64)
-    signed = np.bincount(flat, minlength=count * width).reshape(count, width)
-    counts = signed[:, :DIMENSION] - signed[:, DIMENSION:]
+    counts = np.frombuffer(fields, dtype="<i2").reshape(-1, DIMENSION).astype(np.int64)
     squared = (counts * counts).sum(axis=1)
     norms = np.sqrt(squared.astype(np.float64))
     norms[squared == 0] = 1.0  # the zero vector: 0 / 1 is 0.0, as _ZERO
